@@ -1,0 +1,15 @@
+"""ragframe: turn retrieval results into LLM context, in bulk, on Polars."""
+
+from __future__ import annotations
+
+from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
+from ragframe.postprocess import PostprocessConfig
+
+__all__ = [
+    "ConfigError",
+    "DataError",
+    "PostprocessConfig",
+    "RagframeError",
+    "SchemaError",
+]
+__version__ = "0.1.0"
