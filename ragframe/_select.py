@@ -22,6 +22,9 @@ SIM = f"{TMP}sim"
 SCORE = f"{TMP}score"
 POS = f"{TMP}pos"
 NORM = f"{TMP}norm"
+"""Normalized text (rule 7); null where no other chunk shares the group."""
+TYPE = f"{TMP}type"
+ENTITY = f"{TMP}entity"
 _RANK = f"{TMP}sel_rank"
 _KEEP = f"{TMP}keep"
 _SURE = f"{TMP}sure"
@@ -49,7 +52,7 @@ def _ranked(lf: pl.LazyFrame) -> pl.LazyFrame:
     return (
         lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(SIM))
         .with_columns(signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM)).alias(SCORE))
-        .sort([c.QUERY_ID, SCORE, ROW], descending=[False, True, False])
+        .sort([c.QUERY_ID, SCORE], descending=[False, True], maintain_order=True)
         .with_columns(segment_index(c.QUERY_ID).alias(POS))
     )
 
@@ -93,22 +96,40 @@ def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.E
     return t.otherwise(middle).clip(0.0, 1.0)
 
 
+def group_key(zero: int | str) -> list[pl.Expr]:
+    """Rule 5's group key beside the query: (type or "", entity or zero)."""
+    return [
+        pl.col(c.ENTITY_TYPE).fill_null("").alias(TYPE),
+        pl.col(c.ENTITY_ID).fill_null(zero).alias(ENTITY),
+    ]
+
+
 def kept_chunks(
-    lf: pl.LazyFrame, store: pl.LazyFrame | None, top_k: int, min_similarity: float
+    slim: pl.LazyFrame,
+    texts: pl.LazyFrame,
+    on: list[str],
+    zero: int | str,
+    top_k: int,
+    min_similarity: float,
 ) -> pl.LazyFrame:
     """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns.
 
-    ``lf`` holds canonical candidates with a ``ROW`` index; without ``text`` when a
-    chunk ``store`` is given, whose text is then joined to the reachable rows only.
+    ``slim`` holds the canonical candidates without text, with a ``ROW`` index;
+    ``texts`` holds ``text`` keyed by ``on`` (``ROW``, or entity and chunk index for a
+    chunk store). Text is joined to the reachable rows only, and normalized only where
+    a chunk shares its group with another (repeats and merges need a partner).
     """
-    reach = _reachable(_ranked(lf), top_k)
-    if store is not None:
-        reach = reach.join(
-            store, on=[c.ENTITY_ID, c.CHUNK_INDEX], how="left", maintain_order="left"
-        ).with_columns(pl.col(c.TEXT).fill_null(""))
-    reach = reach.with_columns(normalize_expr(pl.col(c.TEXT)).alias(NORM))
+    partnered = pl.len().over(c.QUERY_ID, TYPE, ENTITY) > 1
+    reach = (
+        _reachable(_ranked(slim), top_k)
+        .join(texts, on=on, how="left")
+        .sort(c.QUERY_ID, POS)
+        .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero))
+        .with_columns(normalize_expr(pl.when(partnered).then(pl.col(c.TEXT))).alias(NORM))
+    )
     selected = (
-        reach.join(_repeated(reach), on=ROW, how="anti", maintain_order="left")
+        reach.join(_repeated(reach), on=ROW, how="anti")
+        .sort(c.QUERY_ID, POS)
         .with_columns((segment_index(c.QUERY_ID) + 1).alias(_RANK))
         .filter(pl.col(_RANK) <= top_k)
     )

@@ -268,9 +268,15 @@ def postprocess(
     config = config or PostprocessConfig()
     lf, passthrough = _canonical(to_lazy(candidates, "candidates"), chunks is not None)
     schema = lf.collect_schema()
-    store = None if chunks is None else _chunk_store(to_lazy(chunks, "chunks"), schema)
+    slim = lf.select(ROW, *_KNOWN[:-1])
+    if chunks is None:
+        texts, on = lf.select(ROW, c.TEXT), [ROW]
+    else:
+        texts = _chunk_store(to_lazy(chunks, "chunks"), schema)
+        on = [c.ENTITY_ID, c.CHUNK_INDEX]
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
-    kept = _select.kept_chunks(lf, store, config.top_k, config.min_similarity)
-    cap = config.max_merged_block_characters
-    blocks = _merge.blocks(kept, config.max_chunk_gap, cap, zero, passthrough)
+    kept = _select.kept_chunks(slim, texts, on, zero, config.top_k, config.min_similarity)
+    blocks = _merge.blocks(kept, config.max_chunk_gap, config.max_merged_block_characters)
+    if passthrough:
+        blocks = blocks.join(lf.select(ROW, *passthrough), on=ROW, how="left")
     return _budget(blocks, config, passthrough)
