@@ -111,9 +111,11 @@ def block_kernel(cap: int) -> Callable[[pl.Series], pl.Series]:
     """
 
     def kernel(batch: pl.Series) -> pl.Series:
+        if len(batch) == 0:
+            return pl.Series(batch.name, [], dtype=OUTPUT_DTYPE)
         parts = batch.struct.unnest()
         group = _array(parts, GROUP, np.int64)
-        first = np.concatenate(([True], group[1:] != group[:-1])) if len(group) else group > 0
+        first = np.concatenate(([True], group[1:] != group[:-1]))
         gap_ok = _array(parts, GAP_OK, bool)
         starts = _block_starts(
             first, gap_ok, _array(parts, RAW_LEN, np.int64), _array(parts, APP_LEN, np.int64), cap

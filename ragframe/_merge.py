@@ -12,7 +12,7 @@ import polars as pl
 from ragframe import _blocks as k
 from ragframe import schema as c
 from ragframe._overlap import cut_positions, overlap_lengths
-from ragframe._select import ENTITY, NORM, POS, ROW, SIM, TYPE
+from ragframe._select import ENTITY, NORM, POS, ROW, SIM, TYPE, segment_index
 from ragframe._text import COLLAPSE_PATTERN, JAVA_WHITESPACE
 from ragframe.schema import TMP
 
@@ -23,6 +23,7 @@ BLOCK = f"{TMP}block"
 _APP, _CUT, _KERNEL, _PAIR = f"{TMP}app", f"{TMP}cut", f"{TMP}kernel", f"{TMP}pair"
 _PREV_TEXT, _PREV_NORM, _GAP_OK = f"{TMP}prev_text", f"{TMP}prev_norm", f"{TMP}gap_ok"
 _SINGLE = f"{TMP}single"
+_SIZE = f"{TMP}size"
 
 _WS = "".join(f"\\x{{{ord(ch):04X}}}" for ch in sorted(JAVA_WHITESPACE))
 # characters on which normalization and the seed's whitespace walk disagree
@@ -47,14 +48,25 @@ def _overlap_cut(batch: pl.Series) -> pl.Series:
     return pl.Series(batch.name, cuts, dtype=pl.Int64)
 
 
-def _grouped(kept: pl.LazyFrame) -> pl.LazyFrame:
-    """Rule 5: sort by (entity, chunk index), group by (type, entity), first-seen order."""
+def _sequenced(kept: pl.LazyFrame) -> pl.LazyFrame:
+    """Rule 5: sort by (entity, chunk index); a group is ordered by its first position."""
     return (
         kept.sort([c.QUERY_ID, ENTITY, c.CHUNK_INDEX, POS])
-        .with_columns(pl.int_range(pl.len()).over(c.QUERY_ID).alias(SEQ))
-        .with_columns(pl.col(SEQ).min().over([c.QUERY_ID, TYPE, ENTITY]).alias(FIRST_SEQ))
-        .sort([c.QUERY_ID, FIRST_SEQ, SEQ])
-        .with_columns(pl.struct(c.QUERY_ID, FIRST_SEQ).rle_id().alias(GROUP))
+        .with_columns(segment_index(c.QUERY_ID).alias(SEQ))
+        .with_columns(pl.len().over(c.QUERY_ID, TYPE, ENTITY).alias(_SIZE))
+        .with_columns(
+            pl.when(pl.col(_SIZE) > 1)
+            .then(pl.col(SEQ).min().over(c.QUERY_ID, TYPE, ENTITY))
+            .otherwise(pl.col(SEQ))
+            .alias(FIRST_SEQ)
+        )
+    )
+
+
+def _grouped(seq: pl.LazyFrame) -> pl.LazyFrame:
+    """Rule 5: each group's chunks together, groups in first-seen order."""
+    return seq.sort([c.QUERY_ID, FIRST_SEQ, SEQ]).with_columns(
+        pl.struct(c.QUERY_ID, FIRST_SEQ).rle_id().alias(GROUP)
     )
 
 
@@ -138,6 +150,7 @@ def _single_blocks(rows: pl.LazyFrame) -> pl.LazyFrame:
         pl.coalesce(c.RERANK_SCORE, SIM).alias(c.RANKING_SCORE),
         pl.concat_list(c.CHUNK_INDEX).alias(c.CHUNK_INDEXES),
         ROW,
+        FIRST_SEQ,
     )
 
 
@@ -158,17 +171,29 @@ def _merged_blocks(rows: pl.LazyFrame) -> pl.LazyFrame:
         pl.coalesce(rerank, pl.col(SIM).max()).alias(c.RANKING_SCORE),
         pl.col(c.CHUNK_INDEX).alias(c.CHUNK_INDEXES),
         pl.col(ROW).first(),
+        pl.col(FIRST_SEQ).first(),
     )
 
 
 def blocks(kept: pl.LazyFrame, max_gap: int, cap: int) -> pl.LazyFrame:
-    """Rules 5-8: one row per block, numbered ``BLOCK`` in group order, then block order.
+    """Rules 5-8: one row per block; (``FIRST_SEQ``, ``BLOCK``) orders blocks by group,
+    then by position in the group.
 
-    ``ROW`` is the input row of each block's first chunk. Row order is not kept.
+    ``ROW`` is the input row of each block's first chunk. Row order is not kept. A chunk
+    alone in its group is a block as it is; only groups of several chunks are merged.
     """
+    seq = _sequenced(kept).cache()
+    alone = _single_blocks(
+        seq.filter(pl.col(_SIZE) == 1).with_columns(pl.lit(0, dtype=pl.Int64).alias(BLOCK))
+    )
+    merged = _merge_groups(seq.filter(pl.col(_SIZE) > 1), max_gap, cap)
+    return pl.concat([alone, merged.select(alone.collect_schema().names())])
+
+
+def _merge_groups(seq: pl.LazyFrame, max_gap: int, cap: int) -> pl.LazyFrame:
     start = pl.col(k.START)
     rows = (
-        _pairwise(_grouped(kept), max_gap)
+        _pairwise(_grouped(seq), max_gap)
         .with_columns(
             _kernel_input()
             .map_batches(k.block_kernel(cap), return_dtype=k.OUTPUT_DTYPE)
@@ -180,9 +205,10 @@ def blocks(kept: pl.LazyFrame, max_gap: int, cap: int) -> pl.LazyFrame:
         )
         .with_columns(
             pl.when(start).then(pl.col(c.TEXT)).otherwise(pl.col(_APP)).alias(_APP),
-            start.cum_sum().alias(BLOCK),
+            start.cum_sum().cast(pl.Int64).alias(BLOCK),
             (start & start.shift(-1).fill_null(True)).alias(_SINGLE),
         )
+        .cache()
     )
     single = _single_blocks(rows.filter(pl.col(_SINGLE)))
     merged = _merged_blocks(rows.filter(~pl.col(_SINGLE)))

@@ -28,6 +28,7 @@ ENTITY = f"{TMP}entity"
 _RANK = f"{TMP}sel_rank"
 _KEEP = f"{TMP}keep"
 _SURE = f"{TMP}sure"
+_PARTNERED = f"{TMP}partnered"
 ENTITY_KEY = (c.QUERY_ID, c.ENTITY_ID, c.ENTITY_TYPE)
 
 
@@ -63,7 +64,9 @@ def _reachable(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
     The first candidate of each entity (and any candidate without one) cannot be a
     repeat, so once top_k of them have passed, the walk has stopped.
     """
-    sure = pl.col(c.ENTITY_ID).is_null() | pl.struct(*ENTITY_KEY).is_first_distinct()
+    # a hash collision can only make fewer candidates "sure": the prefix grows, still exact
+    first = pl.struct(c.ENTITY_ID, c.ENTITY_TYPE).hash().is_first_distinct().over(c.QUERY_ID)
+    sure = pl.col(c.ENTITY_ID).is_null() | first
     seen = pl.col(_SURE).cum_sum() - pl.col(_SURE)
     before = seen - pl.when(pl.col(POS) == 0).then(seen).forward_fill()
     return ranked.with_columns(sure.cast(pl.Int64).alias(_SURE)).filter(before < top_k).drop(_SURE)
@@ -123,9 +126,20 @@ def kept_chunks(
     reach = (
         _reachable(_ranked(slim), top_k)
         .join(texts, on=on, how="left")
-        .sort(c.QUERY_ID, POS)
         .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero))
-        .with_columns(normalize_expr(pl.when(partnered).then(pl.col(c.TEXT))).alias(NORM))
+        .with_columns(partnered.alias(_PARTNERED))
+        .cache()
+    )
+    reach = (
+        pl.concat(
+            [
+                reach.filter(_PARTNERED).with_columns(normalize_expr(pl.col(c.TEXT)).alias(NORM)),
+                reach.filter(~pl.col(_PARTNERED)).with_columns(pl.lit(None, pl.String).alias(NORM)),
+            ]
+        )
+        .drop(_PARTNERED)
+        .sort(c.QUERY_ID, POS)
+        .cache()  # read three times below: compute once
     )
     selected = (
         reach.join(_repeated(reach), on=ROW, how="anti")

@@ -152,7 +152,7 @@ def _canonical(lf: pl.LazyFrame, has_store: bool) -> tuple[pl.LazyFrame, list[st
         pl.col(c.ENTITY_ID).cast(entity),
         pl.col(c.ENTITY_TYPE).cast(pl.String),
         pl.col(c.CHUNK_INDEX).cast(pl.Int64).fill_null(0),
-        pl.col(c.TEXT).cast(pl.String).fill_null(""),
+        pl.col(c.TEXT).cast(pl.String),
         _validated(c.SIMILARITY, pl.Float64, "null means 0.0"),
         _validated(c.RERANK_SCORE, pl.Float64, "null means: rank by similarity"),
         *passthrough,
@@ -200,8 +200,13 @@ def _budget(
 ) -> pl.LazyFrame:
     """Rules 9-10: order blocks by ranking score, then the block and character budgets."""
     ranked = blocks.sort(
-        [c.QUERY_ID, _select.signed_zero_free(pl.col(c.RANKING_SCORE)), _merge.BLOCK],
-        descending=[False, True, False],
+        [
+            c.QUERY_ID,
+            _select.signed_zero_free(pl.col(c.RANKING_SCORE)),
+            _merge.FIRST_SEQ,
+            _merge.BLOCK,
+        ],
+        descending=[False, True, False, False],
     ).with_columns(
         pl.int_range(pl.len()).over(c.QUERY_ID).alias(c.BLOCK_RANK),
         pl.col(c.TEXT).str.len_chars().cast(pl.Int64).alias(_LEN),
