@@ -13,7 +13,7 @@ from ragframe import _blocks as k
 from ragframe import schema as c
 from ragframe._overlap import cut_positions, overlap_lengths
 from ragframe._select import ENTITY, NORM, POS, ROW, SIM, TYPE, segment_index
-from ragframe._text import COLLAPSE_PATTERN, JAVA_WHITESPACE
+from ragframe._text import COLLAPSE_PATTERN, JAVA_WHITESPACE, contains_literal
 from ragframe.schema import TMP
 
 SEQ = f"{TMP}seq"
@@ -114,10 +114,7 @@ def _kernel_input() -> pl.Expr:
     risky = (
         (pl.col(_PREV_TEXT) == "")
         | (pl.col(_PREV_NORM) == "")
-        | pl.when(gap_ok)
-        .then(pl.col(NORM))
-        .str.slice(1)
-        .str.contains(pl.col(_PREV_NORM), literal=True)
+        | contains_literal(pl.when(gap_ok).then(pl.col(NORM)).str.slice(1), pl.col(_PREV_NORM))
     )
     return pl.struct(
         pl.col(GROUP).alias(k.GROUP),

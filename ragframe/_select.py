@@ -14,7 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._text import normalize_expr
+from ragframe._text import contains_literal, normalize_expr
 from ragframe.schema import TMP
 
 ROW = f"{TMP}row"
@@ -84,7 +84,7 @@ def _repeated(reach: pl.LazyFrame) -> pl.LazyFrame:
         .filter(
             (pl.col(POS) < pl.col(f"{POS}_c"))
             & (pl.col(SIM) >= pl.col(f"{SIM}_c"))
-            & padded.str.contains(padded_c, literal=True)
+            & contains_literal(padded, padded_c)
         )
         .select(pl.col(f"{ROW}_c").alias(ROW))
         .unique()
