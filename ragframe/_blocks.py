@@ -40,11 +40,11 @@ START, APP = "start", "app"
 OUTPUT_DTYPE = pl.Struct({START: pl.Boolean, APP: pl.String})
 
 
-def _array(frame: pl.DataFrame, name: str, dtype: type[Any]) -> npt.NDArray[Any]:
+def array(frame: pl.DataFrame, name: str, dtype: type[Any]) -> npt.NDArray[Any]:
     return frame[name].fill_null(False if dtype is bool else 0).to_numpy().astype(dtype)
 
 
-def _block_starts(first: Bools, gap_ok: Bools, raw_len: Ints, app_len: Ints, cap: int) -> Bools:
+def block_starts(first: Bools, gap_ok: Bools, raw_len: Ints, app_len: Ints, cap: int) -> Bools:
     """Block starts when each run (consecutive mergeable chunks) is split by ``cap``."""
     n = len(first)
     run_start = first | ~gap_ok
@@ -67,21 +67,21 @@ def _unsafe_groups(parts: pl.DataFrame, starts: Bools, first: Bools) -> Ints:
     """Groups where some step cannot be shown to equal the seed's sequential merge."""
     n = len(starts)
     idx = np.arange(n)
-    gap_ok = _array(parts, GAP_OK, bool) & ~first
-    raw_len, app_len = _array(parts, RAW_LEN, np.int64), _array(parts, APP_LEN, np.int64)
+    gap_ok = array(parts, GAP_OK, bool) & ~first
+    raw_len, app_len = array(parts, RAW_LEN, np.int64), array(parts, APP_LEN, np.int64)
     contributes = np.where(starts, raw_len, app_len) > 0
-    tail_ws = np.where(starts, _array(parts, RAW_TAIL, bool), _array(parts, APP_TAIL, bool))
+    tail_ws = np.where(starts, array(parts, RAW_TAIL, bool), array(parts, APP_TAIL, bool))
     last_nonempty = np.maximum.accumulate(np.where(contributes, idx, -1))
     block_start = np.maximum.accumulate(np.where(starts, idx, -1))
     # block text before row j, i.e. before its appended text, ends with whitespace
     before = np.concatenate(([-1], last_nonempty[:-1]))
     seam = (before >= block_start) & tail_ws[np.maximum(before, 0)]
-    seam &= _array(parts, APP_HEAD, bool)
+    seam &= array(parts, APP_HEAD, bool)
     prev_continues = np.concatenate(([False], ~starts[:-1]))
     prev_seam = np.concatenate(([False], seam[:-1]))
-    group = _array(parts, GROUP, np.int64)
-    odd = np.bincount(group, weights=_array(parts, NOT_PLAIN, bool))[group] > 0
-    unsafe = gap_ok & prev_continues & (_array(parts, RISKY, bool) | odd | prev_seam)
+    group = array(parts, GROUP, np.int64)
+    odd = np.bincount(group, weights=array(parts, NOT_PLAIN, bool))[group] > 0
+    unsafe = gap_ok & prev_continues & (array(parts, RISKY, bool) | odd | prev_seam)
     groups: Ints = np.unique(group[unsafe])
     return groups
 
@@ -114,11 +114,11 @@ def block_kernel(cap: int) -> Callable[[pl.Series], pl.Series]:
         if len(batch) == 0:
             return pl.Series(batch.name, [], dtype=OUTPUT_DTYPE)
         parts = batch.struct.unnest()
-        group = _array(parts, GROUP, np.int64)
+        group = array(parts, GROUP, np.int64)
         first = np.concatenate(([True], group[1:] != group[:-1]))
-        gap_ok = _array(parts, GAP_OK, bool)
-        starts = _block_starts(
-            first, gap_ok, _array(parts, RAW_LEN, np.int64), _array(parts, APP_LEN, np.int64), cap
+        gap_ok = array(parts, GAP_OK, bool)
+        starts = block_starts(
+            first, gap_ok, array(parts, RAW_LEN, np.int64), array(parts, APP_LEN, np.int64), cap
         )
         apps: list[str | None] = [None] * len(group)
         rows = np.flatnonzero(np.isin(group, _unsafe_groups(parts, starts, first)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from ragframe import _blocks as k
+from ragframe import _offsets as o
 from ragframe import schema as c
 from ragframe._overlap import cut_positions, overlap_lengths
 from ragframe._select import ENTITY, NORM, POS, ROW, SIM, TYPE, segment_index
@@ -70,6 +71,12 @@ def _grouped(seq: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def _gap_ok(max_gap: int) -> pl.Expr:
+    """Rule 6: the chunk continues its predecessor's run (same group, small index gap)."""
+    gap = pl.col(c.CHUNK_INDEX) - _prev(c.CHUNK_INDEX)
+    return (gap <= max_gap).fill_null(False).alias(_GAP_OK)
+
+
 def _pairwise(grouped: pl.LazyFrame, max_gap: int) -> pl.LazyFrame:
     """Rule 6-7 per adjacent pair: the text each chunk would append to its predecessor."""
     text = pl.col(c.TEXT)
@@ -88,9 +95,7 @@ def _pairwise(grouped: pl.LazyFrame, max_gap: int) -> pl.LazyFrame:
     )
     return (
         grouped.with_columns(
-            ((pl.col(c.CHUNK_INDEX) - _prev(c.CHUNK_INDEX)) <= max_gap)
-            .fill_null(False)
-            .alias(_GAP_OK),
+            _gap_ok(max_gap),
             _prev(c.TEXT).alias(_PREV_TEXT),
             _prev(NORM).alias(_PREV_NORM),
         )
@@ -172,7 +177,7 @@ def _merged_blocks(rows: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def blocks(kept: pl.LazyFrame, max_gap: int, cap: int) -> pl.LazyFrame:
+def blocks(kept: pl.LazyFrame, max_gap: int, cap: int, overlap: str = "text") -> pl.LazyFrame:
     """Rules 5-8: one row per block; (``FIRST_SEQ``, ``BLOCK``) orders blocks by group,
     then by position in the group.
 
@@ -183,14 +188,14 @@ def blocks(kept: pl.LazyFrame, max_gap: int, cap: int) -> pl.LazyFrame:
     alone = _single_blocks(
         seq.filter(pl.col(_SIZE) == 1).with_columns(pl.lit(0, dtype=pl.Int64).alias(BLOCK))
     )
-    merged = _merge_groups(seq.filter(pl.col(_SIZE) > 1), max_gap, cap)
+    merged = _merge_groups(seq.filter(pl.col(_SIZE) > 1), max_gap, cap, overlap)
     return pl.concat([alone, merged.select(alone.collect_schema().names())])
 
 
-def _merge_groups(seq: pl.LazyFrame, max_gap: int, cap: int) -> pl.LazyFrame:
-    start = pl.col(k.START)
-    rows = (
-        _pairwise(_grouped(seq), max_gap)
+def _text_mode(grouped: pl.LazyFrame, max_gap: int, cap: int) -> pl.LazyFrame:
+    """Seed overlap removal: block starts and each row's contribution ``_APP``."""
+    return (
+        _pairwise(grouped, max_gap)
         .with_columns(
             _kernel_input()
             .map_batches(k.block_kernel(cap), return_dtype=k.OUTPUT_DTYPE)
@@ -201,7 +206,49 @@ def _merge_groups(seq: pl.LazyFrame, max_gap: int, cap: int) -> pl.LazyFrame:
             pl.coalesce(pl.col(_KERNEL).struct.field(k.APP), pl.col(_APP)).alias(_APP),
         )
         .with_columns(
-            pl.when(start).then(pl.col(c.TEXT)).otherwise(pl.col(_APP)).alias(_APP),
+            pl.when(pl.col(k.START)).then(pl.col(c.TEXT)).otherwise(pl.col(_APP)).alias(_APP)
+        )
+    )
+
+
+def _offsets_mode(grouped: pl.LazyFrame, max_gap: int, cap: int) -> pl.LazyFrame:
+    """``overlap="offsets"``: block starts and contributions from character offsets."""
+    text, cut = pl.col(c.TEXT), pl.col(_CUT)
+    kernel_input = pl.struct(
+        pl.col(GROUP).alias(k.GROUP),
+        pl.col(_GAP_OK).alias(k.GAP_OK),
+        text.str.len_chars().cast(pl.Int64).alias(k.RAW_LEN),
+        pl.col(c.START_CHAR).alias(o.START_CHAR),
+        pl.col(c.END_CHAR).alias(o.END_CHAR),
+    )
+    return (
+        grouped.with_columns(_gap_ok(max_gap))
+        .with_columns(
+            kernel_input.map_batches(o.offsets_kernel(cap), return_dtype=o.OUTPUT_DTYPE).alias(
+                _KERNEL
+            )
+        )
+        .with_columns(
+            pl.col(_KERNEL).struct.field(k.START).alias(k.START),
+            pl.col(_KERNEL).struct.field(o.CUT).alias(_CUT),
+        )
+        .with_columns(
+            pl.when(pl.col(k.START))
+            .then(text)
+            .when(cut < 0)
+            .then(pl.concat_str(pl.lit("\n"), text))
+            .otherwise(text.str.slice(cut))
+            .alias(_APP)
+        )
+    )
+
+
+def _merge_groups(seq: pl.LazyFrame, max_gap: int, cap: int, overlap: str) -> pl.LazyFrame:
+    mode = _offsets_mode if overlap == "offsets" else _text_mode
+    start = pl.col(k.START)
+    rows = (
+        mode(_grouped(seq), max_gap, cap)
+        .with_columns(
             start.cum_sum().cast(pl.Int64).alias(BLOCK),
             (start & start.shift(-1).fill_null(True)).alias(_SINGLE),
         )

@@ -5,17 +5,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import polars as pl
 
-from ragframe import _merge, _select
+from ragframe import _inputs, _merge, _select
 from ragframe import schema as c
 from ragframe._select import ROW
 from ragframe._text import JAVA_WHITESPACE, TRIM_CHARS, TRUNCATE_LOOKBACK
 from ragframe.config import check_int, check_unit_float
-from ragframe.errors import ConfigError, DataError, SchemaError
-from ragframe.schema import TMP, Frame, require_columns, require_kind, to_lazy
+from ragframe.errors import ConfigError
+from ragframe.schema import TMP, Frame, to_lazy
 
 OverlapMode = Literal["text", "offsets"]
 
@@ -71,111 +71,6 @@ class PostprocessConfig:
         else:
             t = m * (0.6 + 0.6 * (selected - 1) / (k - 1))
         return min(1.0, max(0.0, t))
-
-
-_KNOWN = (
-    c.QUERY_ID,
-    c.ENTITY_ID,
-    c.ENTITY_TYPE,
-    c.CHUNK_INDEX,
-    c.SIMILARITY,
-    c.RERANK_SCORE,
-    c.TEXT,
-)
-
-
-def _checked(name: str, what: str) -> Any:
-    """Kernel that raises :class:`DataError` on NaN/infinite values (or null ids)."""
-
-    def check(values: pl.Series) -> pl.Series:
-        if name == c.QUERY_ID:
-            if values.null_count():
-                raise DataError(
-                    f"candidates: column '{name}' has {values.null_count()} null value(s); "
-                    "every candidate needs a query_id"
-                )
-        elif (values.is_nan() | values.is_infinite()).any():
-            raise DataError(
-                f"candidates: column '{name}' contains NaN or infinite values; "
-                f"expected finite numbers ({what})"
-            )
-        return values
-
-    return check
-
-
-def _validated(name: str, dtype: pl.DataType | type[pl.DataType], what: str) -> pl.Expr:
-    return (
-        pl.col(name)
-        .cast(dtype)
-        .map_batches(_checked(name, what), return_dtype=dtype, is_elementwise=True)
-        .alias(name)
-    )
-
-
-def _canonical(lf: pl.LazyFrame, has_store: bool) -> tuple[pl.LazyFrame, list[str]]:
-    """Check the candidate schema; return canonical columns and passthrough names."""
-    schema = lf.collect_schema()
-    if c.ENTITY_ID not in schema and c.DOC_ID in schema:
-        lf = lf.rename({c.DOC_ID: c.ENTITY_ID})
-        schema = lf.collect_schema()
-    required = [c.QUERY_ID, c.ENTITY_ID, c.CHUNK_INDEX, c.SIMILARITY]
-    require_columns(schema, [*required, *([] if has_store else [c.TEXT])], "candidates")
-    if has_store and c.TEXT in schema:
-        raise SchemaError(
-            "candidates: has a 'text' column and a chunk store was given; "
-            "expected one source of text (drop the column or pass chunks=None)"
-        )
-    for name, kinds in [
-        (c.QUERY_ID, ("int", "string")),
-        (c.ENTITY_ID, ("int", "string")),
-        (c.ENTITY_TYPE, ("string",)),
-        (c.CHUNK_INDEX, ("int",)),
-        (c.TEXT, ("string",)),
-        (c.SIMILARITY, ("float", "int")),
-        (c.RERANK_SCORE, ("float", "int")),
-    ]:
-        if name in schema:
-            require_kind(schema, name, kinds, "candidates")
-    bad = [name for name in schema if name.startswith(TMP)]
-    if bad:
-        raise SchemaError(f"candidates: column names starting with '{TMP}' are reserved: {bad}")
-    passthrough = [name for name in schema if name not in _KNOWN]
-    entity = pl.String if schema[c.ENTITY_ID] == pl.String else pl.Int64
-    query = pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64
-    optional = {c.ENTITY_TYPE: pl.String, c.TEXT: pl.String, c.RERANK_SCORE: pl.Float64}
-    out = lf.with_columns(
-        *[pl.lit(None, dtype=dt).alias(n) for n, dt in optional.items() if n not in schema]
-    ).select(
-        pl.int_range(pl.len(), dtype=pl.UInt64).alias(ROW),
-        _validated(c.QUERY_ID, query, ""),
-        pl.col(c.ENTITY_ID).cast(entity),
-        pl.col(c.ENTITY_TYPE).cast(pl.String),
-        pl.col(c.CHUNK_INDEX).cast(pl.Int64).fill_null(0),
-        pl.col(c.TEXT).cast(pl.String),
-        _validated(c.SIMILARITY, pl.Float64, "null means 0.0"),
-        _validated(c.RERANK_SCORE, pl.Float64, "null means: rank by similarity"),
-        *passthrough,
-    )
-    return (out.drop(c.TEXT) if has_store else out), passthrough
-
-
-def _chunk_store(store: pl.LazyFrame, candidates: pl.Schema) -> pl.LazyFrame:
-    """The chunk store, keyed like the candidates; the first row wins per key."""
-    schema = store.collect_schema()
-    if c.ENTITY_ID not in schema and c.DOC_ID in schema:
-        store = store.rename({c.DOC_ID: c.ENTITY_ID})
-        schema = store.collect_schema()
-    require_columns(schema, [c.ENTITY_ID, c.CHUNK_INDEX, c.TEXT], "chunks")
-    kind = ("string",) if candidates[c.ENTITY_ID] == pl.String else ("int",)
-    require_kind(schema, c.ENTITY_ID, kind, "chunks")
-    require_kind(schema, c.CHUNK_INDEX, ("int",), "chunks")
-    require_kind(schema, c.TEXT, ("string",), "chunks")
-    return store.select(
-        pl.col(c.ENTITY_ID).cast(candidates[c.ENTITY_ID]),
-        pl.col(c.CHUNK_INDEX).cast(pl.Int64),
-        pl.col(c.TEXT).cast(pl.String),
-    ).unique(subset=[c.ENTITY_ID, c.CHUNK_INDEX], keep="first", maintain_order=True)
 
 
 _WS_CLASS = "".join(f"\\x{{{ord(ch):04X}}}" for ch in sorted(JAVA_WHITESPACE))
@@ -271,17 +166,22 @@ def postprocess(
         ['Intro text before. Shared overlap phrase for removal and unique second.']
     """
     config = config or PostprocessConfig()
-    lf, passthrough = _canonical(to_lazy(candidates, "candidates"), chunks is not None)
+    offsets = config.overlap == "offsets"
+    lf, passthrough = _inputs.canonical(
+        to_lazy(candidates, "candidates"), chunks is not None, offsets
+    )
     schema = lf.collect_schema()
-    slim = lf.select(ROW, *_KNOWN[:-1])
     if chunks is None:
-        texts, on = lf.select(ROW, c.TEXT), [ROW]
+        side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())]
+        texts, on = lf.select(ROW, *side), [ROW]
     else:
-        texts = _chunk_store(to_lazy(chunks, "chunks"), schema)
+        texts = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
         on = [c.ENTITY_ID, c.CHUNK_INDEX]
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
+    slim = lf.select(ROW, *_inputs.KNOWN)
     kept = _select.kept_chunks(slim, texts, on, zero, config.top_k, config.min_similarity)
-    blocks = _merge.blocks(kept, config.max_chunk_gap, config.max_merged_block_characters)
+    cap = config.max_merged_block_characters
+    blocks = _merge.blocks(kept, config.max_chunk_gap, cap, config.overlap)
     if passthrough:
         blocks = blocks.join(lf.select(ROW, *passthrough), on=ROW, how="left")
     return _budget(blocks, config, passthrough)

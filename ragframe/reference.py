@@ -26,6 +26,8 @@ class _Chunk:
     text: str
     similarity: float
     rerank: float | None
+    start_char: int | None = None
+    end_char: int | None = None
 
     @property
     def score(self) -> float:
@@ -42,6 +44,17 @@ class _Block:
     count: int = 1
     rerank: float | None = None
     indexes: list[int] = field(default_factory=list)
+    char_end: int = 0
+
+
+def append_by_offsets(block_end: int, chunk: _Chunk) -> str:
+    """``overlap="offsets"``: the part of ``chunk`` beyond the block's last character."""
+    start, end = chunk.start_char or 0, chunk.end_char or 0
+    if end <= block_end:
+        return ""
+    if start <= block_end:
+        return chunk.text[block_end - start :]
+    return "\n" + chunk.text
 
 
 def _is_repeated(cand: _Chunk, selected: list[_Chunk]) -> bool:
@@ -80,7 +93,12 @@ def _merge(group: list[_Chunk], config: PostprocessConfig) -> list[_Block]:
         if cur is not None:
             gap = ch.chunk_index - cur.end
             fits = gap <= config.max_chunk_gap
-            app = remove_overlap(cur.text, ch.text) if fits else ch.text
+            if not fits:
+                app = ch.text
+            elif config.overlap == "offsets":
+                app = append_by_offsets(cur.char_end, ch)
+            else:
+                app = remove_overlap(cur.text, ch.text)
             if fits and len(cur.text) + len(app) <= config.max_merged_block_characters:
                 cur.text += app
                 cur.end = ch.chunk_index
@@ -90,10 +108,12 @@ def _merge(group: list[_Chunk], config: PostprocessConfig) -> list[_Block]:
                 if ch.rerank is not None:
                     cur.rerank = ch.rerank if cur.rerank is None else max(cur.rerank, ch.rerank)
                 cur.indexes.append(ch.chunk_index)
+                cur.char_end = max(cur.char_end, ch.end_char or 0)
                 continue
             blocks.append(cur)
         cur = _Block(ch, ch.text, ch.chunk_index, ch.similarity, ch.similarity, 1, ch.rerank)
         cur.indexes.append(ch.chunk_index)
+        cur.char_end = ch.end_char or 0
     if cur is not None:
         blocks.append(cur)
     return blocks
@@ -137,6 +157,8 @@ def _chunk(row: dict[str, Any]) -> _Chunk:
         text=row.get(c.TEXT) or "",
         similarity=0.0 if sim is None else float(sim),
         rerank=None if row.get(c.RERANK_SCORE) is None else float(row[c.RERANK_SCORE]),
+        start_char=row.get(c.START_CHAR),
+        end_char=row.get(c.END_CHAR),
     )
 
 
@@ -190,6 +212,8 @@ def postprocess_reference(
         c.SIMILARITY,
         c.RERANK_SCORE,
     }
+    if config.overlap == "offsets":
+        known |= {c.START_CHAR, c.END_CHAR}
     passthrough = [name for name in candidates.columns if name not in known]
     by_query: dict[Any, list[_Chunk]] = {}
     for row in candidates.iter_rows(named=True):

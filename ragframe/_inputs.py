@@ -1,0 +1,149 @@
+"""Input checks and canonical columns for ``postprocess``.
+
+The schema is checked before any plan is built (missing columns, wrong types); value
+checks (null query ids, NaN or infinite scores, null offsets) run inside the plan as
+whole-column kernels, raising :class:`~ragframe.errors.DataError` when collected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import polars as pl
+
+from ragframe import schema as c
+from ragframe._select import ROW
+from ragframe.errors import DataError, SchemaError
+from ragframe.schema import TMP, require_columns, require_kind
+
+OFFSETS = (c.START_CHAR, c.END_CHAR)
+KNOWN = (
+    c.QUERY_ID,
+    c.ENTITY_ID,
+    c.ENTITY_TYPE,
+    c.CHUNK_INDEX,
+    c.SIMILARITY,
+    c.RERANK_SCORE,
+)
+"""Candidate columns used for ranking; ``text`` (and offsets) travel separately."""
+
+_KINDS = {
+    c.QUERY_ID: ("int", "string"),
+    c.ENTITY_ID: ("int", "string"),
+    c.ENTITY_TYPE: ("string",),
+    c.CHUNK_INDEX: ("int",),
+    c.TEXT: ("string",),
+    c.SIMILARITY: ("float", "int"),
+    c.RERANK_SCORE: ("float", "int"),
+    c.START_CHAR: ("int",),
+    c.END_CHAR: ("int",),
+}
+
+
+def _checked(name: str, what: str) -> Callable[[pl.Series], pl.Series]:
+    """Kernel that raises :class:`DataError` on nulls (ids, offsets) or NaN/inf scores."""
+
+    def check(values: pl.Series) -> pl.Series:
+        if values.dtype.is_float():
+            if (values.is_nan() | values.is_infinite()).any():
+                raise DataError(
+                    f"{what}: column '{name}' contains NaN or infinite values; "
+                    "expected finite numbers"
+                )
+        elif values.null_count():
+            raise DataError(f"{what}: column '{name}' has null values; expected no nulls")
+        return values
+
+    return check
+
+
+def validated(name: str, dtype: pl.DataType | type[pl.DataType], what: str) -> pl.Expr:
+    """``name`` cast to ``dtype`` and checked by :func:`_checked` when collected."""
+    return (
+        pl.col(name)
+        .cast(dtype)
+        .map_batches(_checked(name, what), return_dtype=dtype, is_elementwise=True)
+        .alias(name)
+    )
+
+
+def _aliased(lf: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.Schema]:
+    schema = lf.collect_schema()
+    if c.ENTITY_ID not in schema and c.DOC_ID in schema:
+        lf = lf.rename({c.DOC_ID: c.ENTITY_ID})
+        schema = lf.collect_schema()
+    return lf, schema
+
+
+def _check_kinds(schema: pl.Schema, what: str) -> None:
+    for name, kinds in _KINDS.items():
+        if name in schema:
+            require_kind(schema, name, kinds, what)
+
+
+def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.LazyFrame, list[str]]:
+    """Check the candidate schema; return canonical columns and passthrough names.
+
+    The result has ``ROW`` (input order), the :data:`KNOWN` columns, ``text`` and the
+    offsets unless a chunk store supplies them, and the passthrough columns.
+    """
+    lf, schema = _aliased(lf)
+    mine = [] if has_store else [c.TEXT, *(OFFSETS if offsets else ())]
+    require_columns(
+        schema, [c.QUERY_ID, c.ENTITY_ID, c.CHUNK_INDEX, c.SIMILARITY, *mine], "candidates"
+    )
+    clash = [n for n in (c.TEXT, *(OFFSETS if offsets else ())) if has_store and n in schema]
+    if clash:
+        raise SchemaError(
+            f"candidates: has {clash} and a chunk store was given; expected one source "
+            "(drop the columns or pass chunks=None)"
+        )
+    _check_kinds(schema, "candidates")
+    reserved = [name for name in schema if name.startswith(TMP)]
+    if reserved:
+        raise SchemaError(
+            f"candidates: column names starting with '{TMP}' are reserved: {reserved}"
+        )
+    used = {*KNOWN, c.TEXT, *(OFFSETS if offsets else ())}
+    passthrough = [name for name in schema if name not in used]
+    optional = {c.ENTITY_TYPE: pl.String, c.RERANK_SCORE: pl.Float64}
+    lf = lf.with_columns(
+        *[pl.lit(None, dtype=dt).alias(n) for n, dt in optional.items() if n not in schema]
+    )
+    text_side = (
+        [] if has_store else [pl.col(c.TEXT).cast(pl.String), *_offset_exprs(offsets, "candidates")]
+    )
+    out = lf.select(
+        pl.int_range(pl.len(), dtype=pl.UInt64).alias(ROW),
+        validated(
+            c.QUERY_ID, pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64, "candidates"
+        ),
+        pl.col(c.ENTITY_ID).cast(pl.String if schema[c.ENTITY_ID] == pl.String else pl.Int64),
+        pl.col(c.ENTITY_TYPE).cast(pl.String),
+        pl.col(c.CHUNK_INDEX).cast(pl.Int64).fill_null(0),
+        validated(c.SIMILARITY, pl.Float64, "candidates"),
+        validated(c.RERANK_SCORE, pl.Float64, "candidates"),
+        *([] if has_store else text_side),
+        *passthrough,
+    )
+    return out, passthrough
+
+
+def _offset_exprs(offsets: bool, what: str) -> list[pl.Expr]:
+    return [validated(n, pl.Int64, what) for n in OFFSETS] if offsets else []
+
+
+def chunk_store(store: pl.LazyFrame, candidates: pl.Schema, offsets: bool) -> pl.LazyFrame:
+    """The chunk store, keyed like the candidates; the first row wins per key."""
+    store, schema = _aliased(store)
+    need = [c.ENTITY_ID, c.CHUNK_INDEX, c.TEXT, *(OFFSETS if offsets else ())]
+    require_columns(schema, need, "chunks")
+    kind = ("string",) if candidates[c.ENTITY_ID] == pl.String else ("int",)
+    require_kind(schema, c.ENTITY_ID, kind, "chunks")
+    _check_kinds(schema.__class__({n: schema[n] for n in need[1:]}), "chunks")
+    return store.select(
+        pl.col(c.ENTITY_ID).cast(candidates[c.ENTITY_ID]),
+        pl.col(c.CHUNK_INDEX).cast(pl.Int64),
+        pl.col(c.TEXT).cast(pl.String),
+        *_offset_exprs(offsets, "chunks"),
+    ).filter(pl.struct(c.ENTITY_ID, c.CHUNK_INDEX).is_first_distinct())
