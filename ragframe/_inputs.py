@@ -40,6 +40,13 @@ _KINDS = {
 }
 
 
+_NULL_HINTS = {
+    c.QUERY_ID: " (every candidate belongs to a query)",
+    c.START_CHAR: " (overlap='offsets' needs the offsets of every chunk)",
+    c.END_CHAR: " (overlap='offsets' needs the offsets of every chunk)",
+}
+
+
 def _checked(name: str, what: str) -> Callable[[pl.Series], pl.Series]:
     """Kernel that raises :class:`DataError` on nulls (ids, offsets) or NaN/inf scores."""
 
@@ -48,10 +55,13 @@ def _checked(name: str, what: str) -> Callable[[pl.Series], pl.Series]:
             if (values.is_nan() | values.is_infinite()).any():
                 raise DataError(
                     f"{what}: column '{name}' contains NaN or infinite values; "
-                    "expected finite numbers"
+                    "expected finite numbers (use null for a missing score)"
                 )
         elif values.null_count():
-            raise DataError(f"{what}: column '{name}' has null values; expected no nulls")
+            raise DataError(
+                f"{what}: column '{name}' has {values.null_count()} null value(s) in a batch; "
+                f"expected a value on every row{_NULL_HINTS.get(name, '')}"
+            )
         return values
 
     return check
