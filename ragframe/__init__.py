@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
-from ragframe.postprocess import PostprocessConfig
+from ragframe.postprocess import PostprocessConfig, postprocess
+from ragframe.reference import postprocess_reference
 
 __all__ = [
     "ConfigError",
@@ -11,5 +12,7 @@ __all__ = [
     "PostprocessConfig",
     "RagframeError",
     "SchemaError",
+    "postprocess",
+    "postprocess_reference",
 ]
 __version__ = "0.1.0"

@@ -42,3 +42,47 @@ def normalize_expr(text: pl.Expr) -> pl.Expr:
 def java_trim(text: str) -> str:
     """``String.trim()``: strip characters <= U+0020 at both ends."""
     return text.strip(TRIM_CHARS)
+
+
+MIN_OVERLAP = 20
+"""Shortest overlap ``remove_overlap`` looks for, in normalized characters."""
+TRUNCATE_LOOKBACK = 79
+"""Positions before a cut searched for whitespace when a block is truncated."""
+
+
+def skip_units(text: str, units: int) -> int:
+    """Position in ``text`` after ``units`` characters, skipping leading whitespace first;
+    a whitespace run counts as one character (Java ``Character.isWhitespace``)."""
+    pos = 0
+    while pos < len(text) and text[pos] in JAVA_WHITESPACE:
+        pos += 1
+    for _ in range(units):
+        if pos >= len(text):
+            break
+        if text[pos] in JAVA_WHITESPACE:
+            while pos < len(text) and text[pos] in JAVA_WHITESPACE:
+                pos += 1
+        else:
+            pos += 1
+    return pos
+
+
+def remove_overlap(existing: str, nxt: str) -> str:
+    """The seed's ``removeOverlap``: drop from ``nxt`` the text ``existing`` ends with."""
+    if not existing or not nxt:
+        return nxt
+    e, n = normalize(existing), normalize(nxt)
+    for length in range(min(len(e), len(n)), MIN_OVERLAP - 1, -1):
+        if e[len(e) - length :] == n[:length]:
+            return nxt[skip_units(nxt, length) :]
+    return "\n" + nxt
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut at ``limit``, or at the last whitespace in the 79 positions before it; trim."""
+    cut = limit
+    for pos in range(limit - 1, max(0, limit - TRUNCATE_LOOKBACK) - 1, -1):
+        if pos < len(text) and text[pos] in JAVA_WHITESPACE:
+            cut = pos
+            break
+    return java_trim(text[:cut])

@@ -44,7 +44,8 @@ def table_format(path: str | os.PathLike[str]) -> str:
 def scan_table(path: str | os.PathLike[str]) -> pl.LazyFrame:
     """Lazily scan a table file; the format comes from the extension."""
     fmt = table_format(path)
-    if not Path(path).is_file():
+    path = Path(path)
+    if not path.is_file():
         raise RagframeError(f"input file not found: {os.fspath(path)}")
     if fmt == "parquet":
         return pl.scan_parquet(path)

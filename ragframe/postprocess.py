@@ -5,10 +5,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+import polars as pl
+
+from ragframe import _merge, _select
+from ragframe import schema as c
+from ragframe._text import JAVA_WHITESPACE, TRIM_CHARS, TRUNCATE_LOOKBACK
 from ragframe.config import check_int, check_unit_float
-from ragframe.errors import ConfigError
+from ragframe.errors import ConfigError, DataError, SchemaError
+from ragframe.schema import TMP, Frame, require_columns, require_kind, to_lazy
 
 OverlapMode = Literal["text", "offsets"]
 
@@ -64,3 +70,206 @@ class PostprocessConfig:
         else:
             t = m * (0.6 + 0.6 * (selected - 1) / (k - 1))
         return min(1.0, max(0.0, t))
+
+
+_KNOWN = (
+    c.QUERY_ID,
+    c.ENTITY_ID,
+    c.ENTITY_TYPE,
+    c.CHUNK_INDEX,
+    c.TEXT,
+    c.SIMILARITY,
+    c.RERANK_SCORE,
+)
+
+
+def _checked(name: str, what: str) -> Any:
+    """Kernel that raises :class:`DataError` on NaN/infinite values (or null ids)."""
+
+    def check(values: pl.Series) -> pl.Series:
+        if name == c.QUERY_ID:
+            if values.null_count():
+                raise DataError(
+                    f"candidates: column '{name}' has {values.null_count()} null value(s); "
+                    "every candidate needs a query_id"
+                )
+        elif (values.is_nan() | values.is_infinite()).any():
+            raise DataError(
+                f"candidates: column '{name}' contains NaN or infinite values; "
+                f"expected finite numbers ({what})"
+            )
+        return values
+
+    return check
+
+
+def _validated(name: str, dtype: pl.DataType | type[pl.DataType], what: str) -> pl.Expr:
+    return (
+        pl.col(name)
+        .cast(dtype)
+        .map_batches(_checked(name, what), return_dtype=dtype, is_elementwise=True)
+        .alias(name)
+    )
+
+
+def _canonical(lf: pl.LazyFrame, has_store: bool) -> tuple[pl.LazyFrame, list[str]]:
+    """Check the candidate schema; return canonical columns and passthrough names."""
+    schema = lf.collect_schema()
+    if c.ENTITY_ID not in schema and c.DOC_ID in schema:
+        lf = lf.rename({c.DOC_ID: c.ENTITY_ID})
+        schema = lf.collect_schema()
+    required = [c.QUERY_ID, c.ENTITY_ID, c.CHUNK_INDEX, c.SIMILARITY]
+    require_columns(schema, [*required, *([] if has_store else [c.TEXT])], "candidates")
+    if has_store and c.TEXT in schema:
+        raise SchemaError(
+            "candidates: has a 'text' column and a chunk store was given; "
+            "expected one source of text (drop the column or pass chunks=None)"
+        )
+    for name, kinds in [
+        (c.QUERY_ID, ("int", "string")),
+        (c.ENTITY_ID, ("int", "string")),
+        (c.ENTITY_TYPE, ("string",)),
+        (c.CHUNK_INDEX, ("int",)),
+        (c.TEXT, ("string",)),
+        (c.SIMILARITY, ("float", "int")),
+        (c.RERANK_SCORE, ("float", "int")),
+    ]:
+        if name in schema:
+            require_kind(schema, name, kinds, "candidates")
+    bad = [name for name in schema if name.startswith(TMP)]
+    if bad:
+        raise SchemaError(f"candidates: column names starting with '{TMP}' are reserved: {bad}")
+    passthrough = [name for name in schema if name not in _KNOWN]
+    entity = pl.String if schema[c.ENTITY_ID] == pl.String else pl.Int64
+    query = pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64
+    optional = {c.ENTITY_TYPE: pl.String, c.TEXT: pl.String, c.RERANK_SCORE: pl.Float64}
+    out = lf.with_columns(
+        *[pl.lit(None, dtype=dt).alias(n) for n, dt in optional.items() if n not in schema]
+    ).select(
+        _validated(c.QUERY_ID, query, ""),
+        pl.col(c.ENTITY_ID).cast(entity),
+        pl.col(c.ENTITY_TYPE).cast(pl.String),
+        pl.col(c.CHUNK_INDEX).cast(pl.Int64).fill_null(0),
+        pl.col(c.TEXT).cast(pl.String).fill_null(""),
+        _validated(c.SIMILARITY, pl.Float64, "null means 0.0"),
+        _validated(c.RERANK_SCORE, pl.Float64, "null means: rank by similarity"),
+        *passthrough,
+    )
+    return (out.drop(c.TEXT) if has_store else out), passthrough
+
+
+def _chunk_store(store: pl.LazyFrame, candidates: pl.Schema) -> pl.LazyFrame:
+    """The chunk store, keyed like the candidates; the first row wins per key."""
+    schema = store.collect_schema()
+    if c.ENTITY_ID not in schema and c.DOC_ID in schema:
+        store = store.rename({c.DOC_ID: c.ENTITY_ID})
+        schema = store.collect_schema()
+    require_columns(schema, [c.ENTITY_ID, c.CHUNK_INDEX, c.TEXT], "chunks")
+    kind = ("string",) if candidates[c.ENTITY_ID] == pl.String else ("int",)
+    require_kind(schema, c.ENTITY_ID, kind, "chunks")
+    require_kind(schema, c.CHUNK_INDEX, ("int",), "chunks")
+    require_kind(schema, c.TEXT, ("string",), "chunks")
+    return store.select(
+        pl.col(c.ENTITY_ID).cast(candidates[c.ENTITY_ID]),
+        pl.col(c.CHUNK_INDEX).cast(pl.Int64),
+        pl.col(c.TEXT).cast(pl.String),
+    ).unique(subset=[c.ENTITY_ID, c.CHUNK_INDEX], keep="first", maintain_order=True)
+
+
+_WS_CLASS = "".join(f"\\x{{{ord(ch):04X}}}" for ch in sorted(JAVA_WHITESPACE))
+
+
+def _truncate_expr(text: pl.Expr, limit: int) -> pl.Expr:
+    """Rule 10's cut: at ``limit``, or at the last whitespace in the 79 positions
+    before it; then Java-trim."""
+    window = text.str.slice(
+        max(0, limit - TRUNCATE_LOOKBACK), limit - max(0, limit - TRUNCATE_LOOKBACK)
+    )
+    after = window.str.extract(f"[{_WS_CLASS}]([^{_WS_CLASS}]*)$", 1)
+    cut = pl.when(after.is_null()).then(limit).otherwise(limit - 1 - after.str.len_chars())
+    return text.str.slice(0, cut).str.strip_chars(TRIM_CHARS)
+
+
+_ORDER, _LEN = f"{TMP}order", f"{TMP}len"
+
+
+def _budget(
+    blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]
+) -> pl.LazyFrame:
+    """Rules 9-10: order blocks by ranking score, then the block and character budgets."""
+    ranked = blocks.sort(
+        [c.QUERY_ID, _select.signed_zero_free(pl.col(c.RANKING_SCORE)), _merge.BLOCK],
+        descending=[False, True, False],
+    ).with_columns(
+        pl.int_range(pl.len()).over(c.QUERY_ID).alias(c.BLOCK_RANK),
+        pl.col(c.TEXT).str.len_chars().cast(pl.Int64).alias(_LEN),
+    )
+    total = pl.col(_LEN).cum_sum().over(c.QUERY_ID)
+    fits = (pl.col(c.BLOCK_RANK) < config.max_blocks) & (
+        (total <= config.max_characters) | (pl.col(c.BLOCK_RANK) == 0)
+    )
+    truncated = pl.col(_LEN) > config.max_characters
+    text = pl.when(truncated).then(_truncate_expr(pl.col(c.TEXT), config.max_characters))
+    return (
+        ranked.filter(fits)
+        .with_columns(text.otherwise(pl.col(c.TEXT)).alias(c.TEXT), truncated.alias(c.TRUNCATED))
+        .with_columns(pl.col(c.TEXT).str.len_chars().cast(pl.Int64).alias(c.CHAR_COUNT))
+        .select(*c.BLOCK_COLUMNS, *passthrough)
+    )
+
+
+def postprocess(
+    candidates: Frame, config: PostprocessConfig | None = None, *, chunks: Frame | None = None
+) -> pl.LazyFrame:
+    """Turn retrieved chunks into context blocks, for every query at once.
+
+    Per query (``query_id``): distinct top-K by ranking score, the adaptive similarity
+    threshold, sort and group by document, merge adjacent chunks removing the overlap
+    they share, cap block size, then the block and character budgets -- exactly as the
+    seed ``RagChunkPostProcessor`` (SPEC section 1), as one lazy Polars plan.
+
+    Args:
+        candidates: one row per retrieved chunk: ``query_id`` (int or string, never
+            null), ``entity_id`` or its alias ``doc_id`` (int or string; null = no
+            entity), ``chunk_index`` (int; null = 0), ``similarity`` (number; null =
+            0.0), ``text`` (string; null = "", optional when ``chunks`` is given),
+            optional ``entity_type`` (string) and ``rerank_score`` (number). Any other
+            column is passed through from the first chunk of each block. Row order is
+            the tie-break. A polars DataFrame/LazyFrame or a pyarrow Table.
+        config: the parameters; defaults to ``PostprocessConfig()``.
+        chunks: optional chunk store ``(entity_id|doc_id, chunk_index, text)``; its text
+            is joined only to the candidates that need it (late materialization). The
+            first row wins where a key repeats.
+
+    Returns:
+        A LazyFrame with one row per block, sorted by ``query_id`` then ``block_rank``:
+        ``query_id, block_rank, entity_type, entity_id, start_chunk_index,
+        end_chunk_index, text, max_similarity, avg_similarity, source_chunk_count,
+        rerank_score, ranking_score, char_count, truncated, chunk_indexes`` and the
+        passthrough columns. ``entity_type``/``entity_id`` are the group key: null
+        becomes "" and 0 ("" for string ids). Lengths are Unicode code points.
+
+    Raises:
+        SchemaError: a required column is missing or has the wrong type (at once).
+        DataError: null ``query_id``, NaN or infinite scores (when collected).
+
+    Example:
+        >>> import polars as pl
+        >>> rows = pl.DataFrame({
+        ...     "query_id": [1, 1], "entity_id": [7, 7], "chunk_index": [0, 1],
+        ...     "text": ["Intro text before. Shared overlap phrase for removal",
+        ...              "Shared overlap phrase for removal and unique second."],
+        ...     "similarity": [0.9, 0.8]})
+        >>> postprocess(rows).collect()["text"].to_list()
+        ['Intro text before. Shared overlap phrase for removal and unique second.']
+    """
+    config = config or PostprocessConfig()
+    lf, passthrough = _canonical(to_lazy(candidates, "candidates"), chunks is not None)
+    schema = lf.collect_schema()
+    store = None if chunks is None else _chunk_store(to_lazy(chunks, "chunks"), schema)
+    zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
+    kept = _select.kept_chunks(lf, config.top_k, config.min_similarity, store)
+    blocks = _merge.blocks(
+        kept, config.max_chunk_gap, config.max_merged_block_characters, zero, passthrough
+    )
+    return _budget(blocks, config, passthrough)

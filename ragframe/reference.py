@@ -13,11 +13,8 @@ from typing import Any
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._text import JAVA_WHITESPACE, java_trim, normalize
+from ragframe._text import normalize, remove_overlap, truncate
 from ragframe.postprocess import PostprocessConfig
-
-MIN_OVERLAP = 20
-TRUNCATE_LOOKBACK = 79
 
 
 @dataclass
@@ -45,44 +42,6 @@ class _Block:
     count: int = 1
     rerank: float | None = None
     indexes: list[int] = field(default_factory=list)
-
-
-def skip_units(text: str, units: int) -> int:
-    """Position in ``text`` after ``units`` characters, skipping leading whitespace first;
-    a whitespace run counts as one character (Java ``Character.isWhitespace``)."""
-    pos = 0
-    while pos < len(text) and text[pos] in JAVA_WHITESPACE:
-        pos += 1
-    for _ in range(units):
-        if pos >= len(text):
-            break
-        if text[pos] in JAVA_WHITESPACE:
-            while pos < len(text) and text[pos] in JAVA_WHITESPACE:
-                pos += 1
-        else:
-            pos += 1
-    return pos
-
-
-def remove_overlap(existing: str, nxt: str) -> str:
-    """The seed's ``removeOverlap``: drop from ``nxt`` the text ``existing`` ends with."""
-    if not existing or not nxt:
-        return nxt
-    e, n = normalize(existing), normalize(nxt)
-    for length in range(min(len(e), len(n)), MIN_OVERLAP - 1, -1):
-        if e[len(e) - length :] == n[:length]:
-            return nxt[skip_units(nxt, length) :]
-    return "\n" + nxt
-
-
-def truncate(text: str, limit: int) -> str:
-    """Cut at ``limit``, or at the last whitespace in the 79 positions before it; trim."""
-    cut = limit
-    for pos in range(limit - 1, max(0, limit - TRUNCATE_LOOKBACK) - 1, -1):
-        if pos < len(text) and text[pos] in JAVA_WHITESPACE:
-            cut = pos
-            break
-    return java_trim(text[:cut])
 
 
 def _is_repeated(cand: _Chunk, selected: list[_Chunk]) -> bool:

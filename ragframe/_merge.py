@@ -1,0 +1,156 @@
+"""Merge half of ``postprocess``: sort, group, remove overlap, build blocks.
+
+SPEC 1, rules 5-8. Overlap removal runs per adjacent pair in the :mod:`_overlap`
+kernel; splitting runs into size-capped blocks runs in the :mod:`_blocks` kernel; both
+see whole columns. Everything else is Polars expressions.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ragframe import _blocks as k
+from ragframe import schema as c
+from ragframe._overlap import cut_positions, overlap_lengths
+from ragframe._select import NORM, POS, SIM
+from ragframe._text import COLLAPSE_PATTERN, JAVA_WHITESPACE
+from ragframe.schema import TMP
+
+ENTITY = f"{TMP}entity"
+TYPE = f"{TMP}type"
+SEQ = f"{TMP}seq"
+FIRST_SEQ = f"{TMP}first_seq"
+GROUP = f"{TMP}group"
+BLOCK = f"{TMP}block"
+_APP, _CUT, _KERNEL, _PAIR = f"{TMP}app", f"{TMP}cut", f"{TMP}kernel", f"{TMP}pair"
+_PREV_TEXT, _PREV_NORM, _GAP_OK = f"{TMP}prev_text", f"{TMP}prev_norm", f"{TMP}gap_ok"
+
+_WS = "".join(f"\\x{{{ord(ch):04X}}}" for ch in sorted(JAVA_WHITESPACE))
+# characters on which normalization and the seed's whitespace walk disagree
+_NOT_PLAIN = (
+    r"[\x00-\x08\x0E-\x1F\x{1680}\x{2000}-\x{2006}\x{2008}-\x{200A}"
+    r"\x{2028}\x{2029}\x{205F}\x{3000}]"
+)
+_SEAM_WS = COLLAPSE_PATTERN.removesuffix("+")
+
+
+def _prev(col: str) -> pl.Expr:
+    """The previous row's value within the same group (rows sorted by group)."""
+    return pl.when(pl.col(GROUP) == pl.col(GROUP).shift(1)).then(pl.col(col).shift(1))
+
+
+def _overlap_cut(batch: pl.Series) -> pl.Series:
+    """Kernel: cut position in ``text`` after the overlap with ``prev``, or -1."""
+    parts = batch.struct.unnest()
+    lengths = overlap_lengths(parts["prev"], parts["norm"])
+    cuts = cut_positions(parts["text"], lengths)
+    cuts[lengths == 0] = -1
+    return pl.Series(batch.name, cuts, dtype=pl.Int64)
+
+
+def _grouped(kept: pl.LazyFrame, zero: int | str) -> pl.LazyFrame:
+    """Rule 5: sort by (entity, chunk index), group by (type, entity), first-seen order."""
+    return (
+        kept.with_columns(
+            pl.col(c.ENTITY_ID).fill_null(zero).alias(ENTITY),
+            pl.col(c.ENTITY_TYPE).fill_null("").alias(TYPE),
+        )
+        .sort([c.QUERY_ID, ENTITY, c.CHUNK_INDEX, POS])
+        .with_columns(pl.int_range(pl.len()).over(c.QUERY_ID).alias(SEQ))
+        .with_columns(pl.col(SEQ).min().over([c.QUERY_ID, TYPE, ENTITY]).alias(FIRST_SEQ))
+        .sort([c.QUERY_ID, FIRST_SEQ, SEQ])
+        .with_columns(pl.struct(c.QUERY_ID, FIRST_SEQ).rle_id().alias(GROUP))
+    )
+
+
+def _pairwise(grouped: pl.LazyFrame, max_gap: int) -> pl.LazyFrame:
+    """Rule 6-7 per adjacent pair: the text each chunk would append to its predecessor."""
+    text = pl.col(c.TEXT)
+    pair = pl.col(_GAP_OK) & (pl.col(_PREV_TEXT) != "") & (text != "")
+    cut_input = pl.struct(
+        pl.when(pair).then(pl.col(_PREV_NORM)).alias("prev"),
+        pl.when(pair).then(pl.col(NORM)).alias("norm"),
+        pl.when(pair).then(text).alias("text"),
+    )
+    app = (
+        pl.when(~pl.col(_PAIR))
+        .then(text)
+        .when(pl.col(_CUT) >= 0)
+        .then(text.str.slice(pl.col(_CUT)))
+        .otherwise(pl.concat_str(pl.lit("\n"), text))
+    )
+    return (
+        grouped.with_columns(
+            ((pl.col(c.CHUNK_INDEX) - _prev(c.CHUNK_INDEX)) <= max_gap)
+            .fill_null(False)
+            .alias(_GAP_OK),
+            _prev(c.TEXT).alias(_PREV_TEXT),
+            _prev(NORM).alias(_PREV_NORM),
+        )
+        .with_columns(
+            pair.alias(_PAIR),
+            cut_input.map_batches(_overlap_cut, return_dtype=pl.Int64, is_elementwise=True).alias(
+                _CUT
+            ),
+        )
+        .with_columns(app.alias(_APP))
+    )
+
+
+def _kernel_input() -> pl.Expr:
+    text, app = pl.col(c.TEXT), pl.col(_APP)
+    risky = (
+        (pl.col(_PREV_TEXT) == "")
+        | (pl.col(_PREV_NORM) == "")
+        | pl.col(NORM).str.slice(1).str.contains(pl.col(_PREV_NORM), literal=True)
+        | text.str.contains(_NOT_PLAIN).any().over(GROUP)
+    )
+    return pl.struct(
+        pl.col(GROUP).alias(k.GROUP),
+        pl.col(_GAP_OK).alias(k.GAP_OK),
+        text.str.len_chars().cast(pl.Int64).alias(k.RAW_LEN),
+        app.str.len_chars().cast(pl.Int64).alias(k.APP_LEN),
+        risky.fill_null(False).alias(k.RISKY),
+        app.str.contains(f"^[^{_SEAM_WS[1:-1]}]").alias(k.APP_HEAD),
+        app.str.contains(f"{_SEAM_WS}$").alias(k.APP_TAIL),
+        text.str.contains(f"{_SEAM_WS}$").alias(k.RAW_TAIL),
+        text.alias(k.TEXT),
+    )
+
+
+def blocks(
+    kept: pl.LazyFrame, max_gap: int, cap: int, zero: int | str, passthrough: list[str]
+) -> pl.LazyFrame:
+    """Rules 5-8: one row per block, in group order then block order (``BLOCK``)."""
+    rows = (
+        _pairwise(_grouped(kept, zero), max_gap)
+        .with_columns(
+            _kernel_input()
+            .map_batches(k.block_kernel(cap), return_dtype=k.OUTPUT_DTYPE)
+            .alias(_KERNEL)
+        )
+        .with_columns(
+            pl.col(_KERNEL).struct.field(k.START).alias(k.START),
+            pl.coalesce(pl.col(_KERNEL).struct.field(k.APP), pl.col(_APP)).alias(_APP),
+        )
+        .with_columns(
+            pl.when(pl.col(k.START)).then(pl.col(c.TEXT)).otherwise(pl.col(_APP)).alias(_APP),
+            pl.col(k.START).cum_sum().alias(BLOCK),
+        )
+    )
+    rerank = pl.col(c.RERANK_SCORE).max()
+    return rows.group_by(BLOCK, maintain_order=True).agg(
+        pl.col(c.QUERY_ID).first(),
+        pl.col(TYPE).first().alias(c.ENTITY_TYPE),
+        pl.col(ENTITY).first().alias(c.ENTITY_ID),
+        pl.col(c.CHUNK_INDEX).first().alias(c.START_CHUNK_INDEX),
+        pl.col(c.CHUNK_INDEX).last().alias(c.END_CHUNK_INDEX),
+        pl.col(_APP).str.join("").alias(c.TEXT),
+        pl.col(SIM).max().alias(c.MAX_SIMILARITY),
+        (pl.col(SIM).cum_sum().last() / pl.len()).alias(c.AVG_SIMILARITY),
+        pl.len().cast(pl.Int64).alias(c.SOURCE_CHUNK_COUNT),
+        rerank.alias(c.RERANK_SCORE),
+        pl.coalesce(rerank, pl.col(SIM).max()).alias(c.RANKING_SCORE),
+        pl.col(c.CHUNK_INDEX).alias(c.CHUNK_INDEXES),
+        *[pl.col(name).first() for name in passthrough],
+    )

@@ -1,0 +1,191 @@
+"""Whole-buffer kernel for the seed's ``removeOverlap``, for many text pairs at once.
+
+Why a kernel: "the largest L such that the last L characters of one string equal the
+first L of another" has no Polars expression. Instead of one Python call per pair,
+this works on the code points of every pair together, as flat numpy arrays:
+
+1. every candidate length L (from ``min(len)`` down to 20) of every pair becomes one
+   entry of a grid; cheap first/last-character tests discard most entries;
+2. the survivors compare polynomial hashes of the suffix and the prefix (mod 2**64,
+   from prefix sums, so each test is O(1));
+3. the largest surviving L of each pair is then verified character by character, and
+   the rare pair whose hash matched falsely is recomputed exactly.
+
+The cut position in the raw text (skip leading whitespace, then L characters where a
+Java-whitespace run counts as one) is vectorized the same way.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+import pyarrow as pa
+
+from ragframe._text import JAVA_WHITESPACE, MIN_OVERLAP
+
+_GRID_BATCH = 2_000_000
+_WS_CODES = np.array(sorted(ord(ch) for ch in JAVA_WHITESPACE), dtype=np.uint32)
+_BASE = np.uint64(secrets.randbits(64) | 1)
+_BASE_INV = np.uint64(pow(int(_BASE), -1, 2**64))
+
+I64 = npt.NDArray[np.int64]
+U32 = npt.NDArray[np.uint32]
+U64 = npt.NDArray[np.uint64]
+
+
+def codepoints(texts: pl.Series) -> tuple[U32, I64]:
+    """Code points of all strings, concatenated, and each string's start offset.
+
+    Nulls count as empty strings. Offsets have ``len(texts) + 1`` entries.
+    """
+    filled = texts.fill_null("")
+    lengths = filled.str.len_chars().to_numpy().astype(np.int64, copy=False)
+    offsets = np.zeros(len(filled) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    arr = filled.to_arrow()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    arr = arr.cast(pa.large_string())
+    if len(arr) == 0:
+        return np.zeros(0, dtype=np.uint32), offsets
+    byte_offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)
+    lo, hi = byte_offsets[arr.offset], byte_offsets[arr.offset + len(arr)]
+    raw = arr.buffers()[2].to_pybytes()[lo:hi] if arr.buffers()[2] is not None else b""
+    codes = np.frombuffer(raw.decode("utf-8").encode("utf-32-le"), dtype=np.uint32)
+    return codes, offsets
+
+
+def _prefix_hashes(codes: U32) -> tuple[U64, U64]:
+    """Prefix sums ``S[k] = sum(c[j] * B**-j for j < k)`` and powers ``P[k] = B**k``."""
+    n = len(codes)
+    powers = np.empty(n + 1, dtype=np.uint64)
+    powers[0] = 1
+    np.cumprod(np.full(n, _BASE, dtype=np.uint64), out=powers[1:])
+    inv = np.empty(n + 1, dtype=np.uint64)
+    inv[0] = 1
+    np.cumprod(np.full(n, _BASE_INV, dtype=np.uint64), out=inv[1:])
+    sums = np.zeros(n + 1, dtype=np.uint64)
+    np.cumsum(codes.astype(np.uint64) * inv[:n], out=sums[1:])
+    return sums, powers
+
+
+def _hash(sums: U64, powers: U64, start: I64, length: I64) -> U64:
+    """Position-independent hash of ``codes[start:start+length]`` for many slices."""
+    diff: U64 = sums[start + length] - sums[start]
+    return diff * powers[start]
+
+
+def _grid(pairs: I64, top: I64) -> tuple[I64, I64]:
+    """Entries (pair, L) for L from ``top`` down to MIN_OVERLAP, pairs in order."""
+    counts = top[pairs] - MIN_OVERLAP + 1
+    owner = np.repeat(pairs, counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    length = top[owner] - (np.arange(len(owner), dtype=np.int64) - first)
+    return owner, length
+
+
+def _batches(rows: I64, cost: I64) -> list[I64]:
+    """Split ``rows`` into consecutive batches of about ``_GRID_BATCH`` grid entries."""
+    batch_of = (np.cumsum(cost) - 1) // _GRID_BATCH
+    return np.split(rows, np.flatnonzero(np.diff(batch_of)) + 1)
+
+
+def overlap_lengths(existing: pl.Series, following: pl.Series) -> I64:
+    """For each pair, the largest L >= 20 with ``existing[-L:] == following[:L]``, else 0.
+
+    Both series hold already-normalized text; nulls count as empty.
+    """
+    top = np.minimum(
+        existing.fill_null("").str.len_chars().to_numpy(),
+        following.fill_null("").str.len_chars().to_numpy(),
+    ).astype(np.int64)
+    result = np.zeros(len(top), dtype=np.int64)
+    rows = np.flatnonzero(top >= MIN_OVERLAP)
+    if len(rows):
+        for batch in _batches(rows, top[rows] - MIN_OVERLAP + 1):
+            result[batch] = _overlap_batch(existing.gather(batch), following.gather(batch))
+    return result
+
+
+def _overlap_batch(existing: pl.Series, following: pl.Series) -> I64:
+    e_codes, e_off = codepoints(existing)
+    n_codes, n_off = codepoints(following)
+    e_len = np.diff(e_off)
+    top = np.minimum(e_len, np.diff(n_off))
+    result = np.zeros(len(top), dtype=np.int64)
+    e_sums, e_pow = _prefix_hashes(e_codes)
+    n_sums, n_pow = _prefix_hashes(n_codes)
+    owner, length = _grid(np.arange(len(top), dtype=np.int64), top)
+    e_start = e_off[owner] + e_len[owner] - length
+    n_start = n_off[owner]
+    keep = (e_codes[e_start] == n_codes[n_start]) & (
+        e_codes[e_start + length - 1] == n_codes[n_start + length - 1]
+    )
+    owner, length, e_start, n_start = owner[keep], length[keep], e_start[keep], n_start[keep]
+    same = _hash(e_sums, e_pow, e_start, length) == _hash(n_sums, n_pow, n_start, length)
+    owner, length = owner[same], length[same]
+    # entries are ordered by pair, then by decreasing L: the first one per pair wins
+    first = np.concatenate(([True], owner[1:] != owner[:-1])) if len(owner) else owner
+    result[owner[first]] = length[first]
+    _verify(result, e_codes, e_off, n_codes, n_off, existing, following)
+    return result
+
+
+def _verify(
+    result: I64,
+    e_codes: U32,
+    e_off: I64,
+    n_codes: U32,
+    n_off: I64,
+    existing: pl.Series,
+    following: pl.Series,
+) -> None:
+    """Check each hashed match character by character; recompute false ones exactly."""
+    pairs = np.flatnonzero(result)
+    if len(pairs) == 0:
+        return
+    length = result[pairs]
+    first = np.repeat(np.cumsum(length) - length, length)
+    step = np.arange(int(length.sum()), dtype=np.int64) - first
+    e_idx = np.repeat(e_off[pairs + 1] - length, length) + step
+    n_idx = np.repeat(n_off[pairs], length) + step
+    bad = np.add.reduceat(e_codes[e_idx] != n_codes[n_idx], np.cumsum(length) - length) > 0
+    for pair in pairs[bad]:  # a 64-bit hash collision: practically never
+        result[pair] = _exact_overlap(existing[int(pair)] or "", following[int(pair)] or "")
+
+
+def _exact_overlap(existing: str, following: str) -> int:
+    for length in range(min(len(existing), len(following)), MIN_OVERLAP - 1, -1):
+        if existing[len(existing) - length :] == following[:length]:
+            return length
+    return 0
+
+
+def cut_positions(texts: pl.Series, units: I64) -> I64:
+    """Position in each raw text after ``units`` characters, the seed's way.
+
+    Leading Java whitespace is skipped first; then each non-whitespace character and
+    each whitespace run counts as one character. Past the end, the text's length.
+    """
+    codes, off = codepoints(texts)
+    n = len(off) - 1
+    lengths = np.diff(off)
+    owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    ws = np.isin(codes, _WS_CODES)
+    at_start = np.zeros(len(codes), dtype=bool)
+    at_start[off[:-1][lengths > 0]] = True
+    prev_ws = np.concatenate(([False], ws[:-1])) & ~at_start
+    non_ws_seen = np.cumsum(~ws)
+    before = np.concatenate(([0], non_ws_seen))[off[:-1]]
+    leading: npt.NDArray[np.bool_] = (non_ws_seen - before[owner]) == 0
+    unit_start = (~ws | ~prev_ws) & ~leading
+    starts = np.flatnonzero(unit_start)
+    per_text = np.bincount(owner[starts], minlength=n)
+    first_unit = np.concatenate(([0], np.cumsum(per_text)))[:-1]
+    inside = units < per_text
+    pos = lengths.copy()
+    pos[inside] = starts[first_unit[inside] + units[inside]] - off[:-1][inside]
+    return pos
