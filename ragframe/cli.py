@@ -135,6 +135,8 @@ def _run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
     )
     try:
         blocks, stats = pl.collect_all([plan, counts])
+    except RagframeError as exc:  # raised inside the plan: Polars appends its context
+        raise type(exc)(_first_line(exc)) from exc
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise RagframeError(f"cannot process {args.results}: {_first_line(exc)}") from exc
     try:

@@ -99,11 +99,20 @@ def _eager(data: Input) -> pl.DataFrame:
 
 def with_chunk_text(candidates: Input, chunks: Input) -> pl.DataFrame:
     """Pre-join the chunk store's text onto the candidates (what late materialization
-    must be equivalent to); canonical column names."""
+    must be equivalent to); canonical column names. A null ``chunk_index`` means 0, so
+    it finds chunk 0; a null ``entity_id`` finds nothing; the store's first row wins."""
     df = _eager(candidates).rename({c.DOC_ID: c.ENTITY_ID}, strict=False)
     store = _eager(chunks).rename({c.DOC_ID: c.ENTITY_ID}, strict=False)
-    store = store.select(c.ENTITY_ID, c.CHUNK_INDEX, c.TEXT)
-    return df.join(store, on=[c.ENTITY_ID, c.CHUNK_INDEX], how="left", maintain_order="left")
+    store = store.select(c.ENTITY_ID, pl.col(c.CHUNK_INDEX).alias(_KEY), c.TEXT)
+    store = store.unique([c.ENTITY_ID, _KEY], keep="first", maintain_order=True)
+    return (
+        df.with_columns(pl.col(c.CHUNK_INDEX).fill_null(0).alias(_KEY))
+        .join(store, on=[c.ENTITY_ID, _KEY], how="left", maintain_order="left")
+        .drop(_KEY)
+    )
+
+
+_KEY = "__test_chunk_key"
 
 
 def run_reference(
