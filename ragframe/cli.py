@@ -119,6 +119,7 @@ def _add_postprocess(sub: Any) -> None:
             type=type(default),
             default=default,
             choices=["text", "offsets"] if name == "overlap" else None,
+            metavar={int: "N", float: "X"}.get(type(default)),
             help=f"{text} (default: %(default)s)",
         )
     p.set_defaults(run=_run_postprocess)
