@@ -22,6 +22,7 @@ from tests.conftest import assert_same_rows, frame, run_engine, run_reference
 WORDS = [
     "a", "the", "fox", "alpha", "beta", "gamma", "naïve", "café", "über", "Ωmega",
     "東京", "データ", "处理", "x", "e\u0301", "shared", "overlap", "phrase", "😀",
+    "a.b", "(x)*", "[^$]", "\\d+", "a|b?",
 ]  # fmt: skip
 SEPARATORS = [
     " ", " ", " ", "  ", "\t", "\n", "\x0b", "\x0c", "\r", "\r\n", " \t\n\x0b\x0c\r ",
@@ -127,9 +128,11 @@ def test_engine_equals_reference(df: pl.DataFrame, cfg: PostprocessConfig, engin
     assert_same_rows(run_engine(df, cfg, engine=engine), run_reference(df, cfg))
 
 
-@given(candidate_frames(), configs, st.sampled_from(["frame", "lazy", "arrow"]))
+@given(candidate_frames(), configs, st.sampled_from(["frame", "lazy", "arrow", "doc_id"]))
 def test_input_kinds_equal_reference(df: pl.DataFrame, cfg: PostprocessConfig, kind: str) -> None:
-    data = {"frame": df, "lazy": df.lazy(), "arrow": df.to_arrow()}[kind]
+    if kind == "doc_id":
+        df = df.rename({c.ENTITY_ID: c.DOC_ID})
+    data = {"lazy": df.lazy(), "arrow": df.to_arrow()}.get(kind, df)
     assert_same_rows(run_engine(data, cfg), run_reference(df, cfg))
 
 
