@@ -35,6 +35,7 @@ Ints = npt.NDArray[np.int64]
 # fields of the kernel's input struct
 GROUP, GAP_OK, RAW_LEN, APP_LEN, RISKY = "group", "gap_ok", "raw_len", "app_len", "risky"
 APP_HEAD, APP_TAIL, RAW_TAIL, TEXT = "app_head_solid", "app_tail_ws", "raw_tail_ws", "text"
+NOT_PLAIN = "not_plain"
 START, APP = "start", "app"
 OUTPUT_DTYPE = pl.Struct({START: pl.Boolean, APP: pl.String})
 
@@ -78,8 +79,10 @@ def _unsafe_groups(parts: pl.DataFrame, starts: Bools, first: Bools) -> Ints:
     seam &= _array(parts, APP_HEAD, bool)
     prev_continues = np.concatenate(([False], ~starts[:-1]))
     prev_seam = np.concatenate(([False], seam[:-1]))
-    unsafe = gap_ok & prev_continues & (_array(parts, RISKY, bool) | prev_seam)
-    groups: Ints = np.unique(_array(parts, GROUP, np.int64)[unsafe])
+    group = _array(parts, GROUP, np.int64)
+    odd = np.bincount(group, weights=_array(parts, NOT_PLAIN, bool))[group] > 0
+    unsafe = gap_ok & prev_continues & (_array(parts, RISKY, bool) | odd | prev_seam)
+    groups: Ints = np.unique(group[unsafe])
     return groups
 
 

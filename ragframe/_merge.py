@@ -12,18 +12,17 @@ import polars as pl
 from ragframe import _blocks as k
 from ragframe import schema as c
 from ragframe._overlap import cut_positions, overlap_lengths
-from ragframe._select import NORM, POS, SIM
+from ragframe._select import ENTITY, NORM, POS, ROW, SIM, TYPE
 from ragframe._text import COLLAPSE_PATTERN, JAVA_WHITESPACE
 from ragframe.schema import TMP
 
-ENTITY = f"{TMP}entity"
-TYPE = f"{TMP}type"
 SEQ = f"{TMP}seq"
 FIRST_SEQ = f"{TMP}first_seq"
 GROUP = f"{TMP}group"
 BLOCK = f"{TMP}block"
 _APP, _CUT, _KERNEL, _PAIR = f"{TMP}app", f"{TMP}cut", f"{TMP}kernel", f"{TMP}pair"
 _PREV_TEXT, _PREV_NORM, _GAP_OK = f"{TMP}prev_text", f"{TMP}prev_norm", f"{TMP}gap_ok"
+_SINGLE = f"{TMP}single"
 
 _WS = "".join(f"\\x{{{ord(ch):04X}}}" for ch in sorted(JAVA_WHITESPACE))
 # characters on which normalization and the seed's whitespace walk disagree
@@ -48,14 +47,10 @@ def _overlap_cut(batch: pl.Series) -> pl.Series:
     return pl.Series(batch.name, cuts, dtype=pl.Int64)
 
 
-def _grouped(kept: pl.LazyFrame, zero: int | str) -> pl.LazyFrame:
+def _grouped(kept: pl.LazyFrame) -> pl.LazyFrame:
     """Rule 5: sort by (entity, chunk index), group by (type, entity), first-seen order."""
     return (
-        kept.with_columns(
-            pl.col(c.ENTITY_ID).fill_null(zero).alias(ENTITY),
-            pl.col(c.ENTITY_TYPE).fill_null("").alias(TYPE),
-        )
-        .sort([c.QUERY_ID, ENTITY, c.CHUNK_INDEX, POS])
+        kept.sort([c.QUERY_ID, ENTITY, c.CHUNK_INDEX, POS])
         .with_columns(pl.int_range(pl.len()).over(c.QUERY_ID).alias(SEQ))
         .with_columns(pl.col(SEQ).min().over([c.QUERY_ID, TYPE, ENTITY]).alias(FIRST_SEQ))
         .sort([c.QUERY_ID, FIRST_SEQ, SEQ])
@@ -98,48 +93,58 @@ def _pairwise(grouped: pl.LazyFrame, max_gap: int) -> pl.LazyFrame:
 
 
 def _kernel_input() -> pl.Expr:
-    text, app = pl.col(c.TEXT), pl.col(_APP)
+    """The block kernel's input; text tests run only on rows inside merge runs."""
+    text, app, gap_ok = pl.col(c.TEXT), pl.col(_APP), pl.col(_GAP_OK)
+    in_run = gap_ok | (
+        gap_ok.shift(-1).fill_null(False) & (pl.col(GROUP) == pl.col(GROUP).shift(-1))
+    )
+    run_text, run_app = pl.when(in_run).then(text), pl.when(in_run).then(app)
     risky = (
         (pl.col(_PREV_TEXT) == "")
         | (pl.col(_PREV_NORM) == "")
-        | pl.col(NORM).str.slice(1).str.contains(pl.col(_PREV_NORM), literal=True)
-        | text.str.contains(_NOT_PLAIN).any().over(GROUP)
+        | pl.when(gap_ok)
+        .then(pl.col(NORM))
+        .str.slice(1)
+        .str.contains(pl.col(_PREV_NORM), literal=True)
     )
     return pl.struct(
         pl.col(GROUP).alias(k.GROUP),
-        pl.col(_GAP_OK).alias(k.GAP_OK),
+        gap_ok.alias(k.GAP_OK),
         text.str.len_chars().cast(pl.Int64).alias(k.RAW_LEN),
         app.str.len_chars().cast(pl.Int64).alias(k.APP_LEN),
         risky.fill_null(False).alias(k.RISKY),
-        app.str.contains(f"^[^{_SEAM_WS[1:-1]}]").alias(k.APP_HEAD),
-        app.str.contains(f"{_SEAM_WS}$").alias(k.APP_TAIL),
-        text.str.contains(f"{_SEAM_WS}$").alias(k.RAW_TAIL),
-        text.alias(k.TEXT),
+        run_text.str.contains(_NOT_PLAIN).alias(k.NOT_PLAIN),
+        run_app.str.contains(f"^[^{_SEAM_WS[1:-1]}]").alias(k.APP_HEAD),
+        run_app.str.contains(f"{_SEAM_WS}$").alias(k.APP_TAIL),
+        run_text.str.contains(f"{_SEAM_WS}$").alias(k.RAW_TAIL),
+        run_text.alias(k.TEXT),
     )
 
 
-def blocks(
-    kept: pl.LazyFrame, max_gap: int, cap: int, zero: int | str, passthrough: list[str]
-) -> pl.LazyFrame:
-    """Rules 5-8: one row per block, in group order then block order (``BLOCK``)."""
-    rows = (
-        _pairwise(_grouped(kept, zero), max_gap)
-        .with_columns(
-            _kernel_input()
-            .map_batches(k.block_kernel(cap), return_dtype=k.OUTPUT_DTYPE)
-            .alias(_KERNEL)
-        )
-        .with_columns(
-            pl.col(_KERNEL).struct.field(k.START).alias(k.START),
-            pl.coalesce(pl.col(_KERNEL).struct.field(k.APP), pl.col(_APP)).alias(_APP),
-        )
-        .with_columns(
-            pl.when(pl.col(k.START)).then(pl.col(c.TEXT)).otherwise(pl.col(_APP)).alias(_APP),
-            pl.col(k.START).cum_sum().alias(BLOCK),
-        )
+def _single_blocks(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Blocks of one chunk (most of them): their fields are the chunk's own."""
+    return rows.select(
+        BLOCK,
+        c.QUERY_ID,
+        pl.col(TYPE).alias(c.ENTITY_TYPE),
+        pl.col(ENTITY).alias(c.ENTITY_ID),
+        pl.col(c.CHUNK_INDEX).alias(c.START_CHUNK_INDEX),
+        pl.col(c.CHUNK_INDEX).alias(c.END_CHUNK_INDEX),
+        c.TEXT,
+        pl.col(SIM).alias(c.MAX_SIMILARITY),
+        (pl.col(SIM) / 1).alias(c.AVG_SIMILARITY),
+        pl.lit(1, dtype=pl.Int64).alias(c.SOURCE_CHUNK_COUNT),
+        c.RERANK_SCORE,
+        pl.coalesce(c.RERANK_SCORE, SIM).alias(c.RANKING_SCORE),
+        pl.concat_list(c.CHUNK_INDEX).alias(c.CHUNK_INDEXES),
+        ROW,
     )
+
+
+def _merged_blocks(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Blocks of several chunks: concatenate appended texts, aggregate statistics."""
     rerank = pl.col(c.RERANK_SCORE).max()
-    return rows.group_by(BLOCK, maintain_order=True).agg(
+    return rows.group_by(BLOCK).agg(
         pl.col(c.QUERY_ID).first(),
         pl.col(TYPE).first().alias(c.ENTITY_TYPE),
         pl.col(ENTITY).first().alias(c.ENTITY_ID),
@@ -152,5 +157,33 @@ def blocks(
         rerank.alias(c.RERANK_SCORE),
         pl.coalesce(rerank, pl.col(SIM).max()).alias(c.RANKING_SCORE),
         pl.col(c.CHUNK_INDEX).alias(c.CHUNK_INDEXES),
-        *[pl.col(name).first() for name in passthrough],
+        pl.col(ROW).first(),
     )
+
+
+def blocks(kept: pl.LazyFrame, max_gap: int, cap: int) -> pl.LazyFrame:
+    """Rules 5-8: one row per block, numbered ``BLOCK`` in group order, then block order.
+
+    ``ROW`` is the input row of each block's first chunk. Row order is not kept.
+    """
+    start = pl.col(k.START)
+    rows = (
+        _pairwise(_grouped(kept), max_gap)
+        .with_columns(
+            _kernel_input()
+            .map_batches(k.block_kernel(cap), return_dtype=k.OUTPUT_DTYPE)
+            .alias(_KERNEL)
+        )
+        .with_columns(
+            pl.col(_KERNEL).struct.field(k.START).alias(k.START),
+            pl.coalesce(pl.col(_KERNEL).struct.field(k.APP), pl.col(_APP)).alias(_APP),
+        )
+        .with_columns(
+            pl.when(start).then(pl.col(c.TEXT)).otherwise(pl.col(_APP)).alias(_APP),
+            start.cum_sum().alias(BLOCK),
+            (start & start.shift(-1).fill_null(True)).alias(_SINGLE),
+        )
+    )
+    single = _single_blocks(rows.filter(pl.col(_SINGLE)))
+    merged = _merged_blocks(rows.filter(~pl.col(_SINGLE)))
+    return pl.concat([single, merged.select(single.collect_schema().names())])

@@ -5,8 +5,8 @@ already-selected chunk, stop at top_k" is not sequential: containment and ``>=``
 transitive, so a candidate is repeated exactly when *any* earlier-ranked candidate of
 the same entity covers it. That is a self-join within (query, entity, type), limited to
 the prefix of each query's ranking that the walk can reach before top_k chunks are
-surely selected (a candidate with no earlier same-entity candidate of similarity >= its
-own cannot be repeated, whatever the text says). Only that prefix needs text.
+surely selected (the first candidate of an entity cannot be a repeat, whatever the text
+says). Only that prefix needs text.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ SIM = f"{TMP}sim"
 SCORE = f"{TMP}score"
 POS = f"{TMP}pos"
 NORM = f"{TMP}norm"
+"""Normalized text (rule 7); null where no other chunk shares the group."""
+TYPE = f"{TMP}type"
+ENTITY = f"{TMP}entity"
 _RANK = f"{TMP}sel_rank"
 _KEEP = f"{TMP}keep"
 _SURE = f"{TMP}sure"
@@ -33,29 +36,43 @@ def signed_zero_free(expr: pl.Expr) -> pl.Expr:
     return pl.when(expr == 0.0).then(0.0).otherwise(expr)
 
 
+def segment_index(key: str | pl.Expr) -> pl.Expr:
+    """0-based row number within runs of equal ``key`` (rows sorted by key).
+
+    The same as ``int_range(len()).over(key)`` on sorted rows, without hashing.
+    """
+    key = pl.col(key) if isinstance(key, str) else key
+    row = pl.int_range(pl.len(), dtype=pl.Int64)
+    starts = key.ne_missing(key.shift(1)) | (row == 0)
+    return row - pl.when(starts).then(row).forward_fill()
+
+
 def _ranked(lf: pl.LazyFrame) -> pl.LazyFrame:
-    """Rule 1-2: ranking score, and each candidate's position in its query's order."""
+    """Rules 1-2: ranking score, and each candidate's position in its query's order."""
     return (
-        lf.with_row_index(ROW)
-        .with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(SIM))
+        lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(SIM))
         .with_columns(signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM)).alias(SCORE))
-        .sort([c.QUERY_ID, SCORE, ROW], descending=[False, True, False])
-        .with_columns(pl.int_range(pl.len()).over(c.QUERY_ID).alias(POS))
+        .sort([c.QUERY_ID, SCORE], descending=[False, True], maintain_order=True)
+        .with_columns(segment_index(c.QUERY_ID).alias(POS))
     )
 
 
 def _reachable(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
-    """Drop candidates the walk cannot reach: top_k sure selections come before them."""
-    covered = pl.col(SIM).cum_max().shift(1).over(ENTITY_KEY)
-    sure = pl.col(c.ENTITY_ID).is_null() | covered.is_null() | (covered < pl.col(SIM))
-    before = (pl.col(_SURE).cum_sum() - pl.col(_SURE)).over(c.QUERY_ID)
+    """Keep the prefix of each query's order that the walk can reach.
+
+    The first candidate of each entity (and any candidate without one) cannot be a
+    repeat, so once top_k of them have passed, the walk has stopped.
+    """
+    sure = pl.col(c.ENTITY_ID).is_null() | pl.struct(*ENTITY_KEY).is_first_distinct()
+    seen = pl.col(_SURE).cum_sum() - pl.col(_SURE)
+    before = seen - pl.when(pl.col(POS) == 0).then(seen).forward_fill()
     return ranked.with_columns(sure.cast(pl.Int64).alias(_SURE)).filter(before < top_k).drop(_SURE)
 
 
 def _repeated(reach: pl.LazyFrame) -> pl.LazyFrame:
-    """Rule 3: (query, position) of every candidate covered by an earlier one."""
+    """Rule 3: ``ROW`` of every candidate covered by an earlier one."""
     cand = reach.filter(pl.col(c.ENTITY_ID).is_not_null() & (pl.col(NORM) != "")).select(
-        *ENTITY_KEY, POS, SIM, NORM
+        *ENTITY_KEY, ROW, POS, SIM, NORM
     )
     padded = pl.concat_str(pl.lit(" "), pl.col(NORM), pl.lit(" "))
     padded_c = pl.concat_str(pl.lit(" "), pl.col(f"{NORM}_c"), pl.lit(" "))
@@ -66,7 +83,7 @@ def _repeated(reach: pl.LazyFrame) -> pl.LazyFrame:
             & (pl.col(SIM) >= pl.col(f"{SIM}_c"))
             & padded.str.contains(padded_c, literal=True)
         )
-        .select(c.QUERY_ID, pl.col(f"{POS}_c").alias(POS))
+        .select(pl.col(f"{ROW}_c").alias(ROW))
         .unique()
     )
 
@@ -79,20 +96,41 @@ def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.E
     return t.otherwise(middle).clip(0.0, 1.0)
 
 
+def group_key(zero: int | str) -> list[pl.Expr]:
+    """Rule 5's group key beside the query: (type or "", entity or zero)."""
+    return [
+        pl.col(c.ENTITY_TYPE).fill_null("").alias(TYPE),
+        pl.col(c.ENTITY_ID).fill_null(zero).alias(ENTITY),
+    ]
+
+
 def kept_chunks(
-    lf: pl.LazyFrame, top_k: int, min_similarity: float, store: pl.LazyFrame | None
+    slim: pl.LazyFrame,
+    texts: pl.LazyFrame,
+    on: list[str],
+    zero: int | str,
+    top_k: int,
+    min_similarity: float,
 ) -> pl.LazyFrame:
-    """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns."""
-    reach = _reachable(_ranked(lf), top_k)
-    if store is not None:
-        reach = reach.join(
-            store, on=[c.ENTITY_ID, c.CHUNK_INDEX], how="left", maintain_order="left"
-        ).with_columns(pl.col(c.TEXT).fill_null(""))
-    reach = reach.with_columns(normalize_expr(pl.col(c.TEXT)).alias(NORM))
+    """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns.
+
+    ``slim`` holds the canonical candidates without text, with a ``ROW`` index;
+    ``texts`` holds ``text`` keyed by ``on`` (``ROW``, or entity and chunk index for a
+    chunk store). Text is joined to the reachable rows only, and normalized only where
+    a chunk shares its group with another (repeats and merges need a partner).
+    """
+    partnered = pl.len().over(c.QUERY_ID, TYPE, ENTITY) > 1
+    reach = (
+        _reachable(_ranked(slim), top_k)
+        .join(texts, on=on, how="left")
+        .sort(c.QUERY_ID, POS)
+        .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero))
+        .with_columns(normalize_expr(pl.when(partnered).then(pl.col(c.TEXT))).alias(NORM))
+    )
     selected = (
-        reach.join(_repeated(reach), on=[c.QUERY_ID, POS], how="anti")
-        .sort([c.QUERY_ID, POS])
-        .with_columns(pl.int_range(1, pl.len() + 1).over(c.QUERY_ID).alias(_RANK))
+        reach.join(_repeated(reach), on=ROW, how="anti")
+        .sort(c.QUERY_ID, POS)
+        .with_columns((segment_index(c.QUERY_ID) + 1).alias(_RANK))
         .filter(pl.col(_RANK) <= top_k)
     )
     n = pl.len().over(c.QUERY_ID)

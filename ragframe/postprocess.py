@@ -11,6 +11,7 @@ import polars as pl
 
 from ragframe import _merge, _select
 from ragframe import schema as c
+from ragframe._select import ROW
 from ragframe._text import JAVA_WHITESPACE, TRIM_CHARS, TRUNCATE_LOOKBACK
 from ragframe.config import check_int, check_unit_float
 from ragframe.errors import ConfigError, DataError, SchemaError
@@ -77,9 +78,9 @@ _KNOWN = (
     c.ENTITY_ID,
     c.ENTITY_TYPE,
     c.CHUNK_INDEX,
-    c.TEXT,
     c.SIMILARITY,
     c.RERANK_SCORE,
+    c.TEXT,
 )
 
 
@@ -146,6 +147,7 @@ def _canonical(lf: pl.LazyFrame, has_store: bool) -> tuple[pl.LazyFrame, list[st
     out = lf.with_columns(
         *[pl.lit(None, dtype=dt).alias(n) for n, dt in optional.items() if n not in schema]
     ).select(
+        pl.int_range(pl.len(), dtype=pl.UInt64).alias(ROW),
         _validated(c.QUERY_ID, query, ""),
         pl.col(c.ENTITY_ID).cast(entity),
         pl.col(c.ENTITY_TYPE).cast(pl.String),
@@ -266,10 +268,15 @@ def postprocess(
     config = config or PostprocessConfig()
     lf, passthrough = _canonical(to_lazy(candidates, "candidates"), chunks is not None)
     schema = lf.collect_schema()
-    store = None if chunks is None else _chunk_store(to_lazy(chunks, "chunks"), schema)
+    slim = lf.select(ROW, *_KNOWN[:-1])
+    if chunks is None:
+        texts, on = lf.select(ROW, c.TEXT), [ROW]
+    else:
+        texts = _chunk_store(to_lazy(chunks, "chunks"), schema)
+        on = [c.ENTITY_ID, c.CHUNK_INDEX]
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
-    kept = _select.kept_chunks(lf, config.top_k, config.min_similarity, store)
-    blocks = _merge.blocks(
-        kept, config.max_chunk_gap, config.max_merged_block_characters, zero, passthrough
-    )
+    kept = _select.kept_chunks(slim, texts, on, zero, config.top_k, config.min_similarity)
+    blocks = _merge.blocks(kept, config.max_chunk_gap, config.max_merged_block_characters)
+    if passthrough:
+        blocks = blocks.join(lf.select(ROW, *passthrough), on=ROW, how="left")
     return _budget(blocks, config, passthrough)
