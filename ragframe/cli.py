@@ -13,7 +13,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import polars as pl
+
+from ragframe import schema as c
 from ragframe.errors import RagframeError
+from ragframe.io import scan_table, table_format, write_table
+from ragframe.postprocess import PostprocessConfig, postprocess
 
 Runner = Callable[[argparse.Namespace], dict[str, Any]]
 
@@ -38,7 +43,118 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = []
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+_POSTPROCESS_EPILOG = """\
+input columns (RESULTS):
+  query_id       int or string, required, never null
+  entity_id      int or string (alias doc_id); null = no entity
+  entity_type    string, optional; null = ""
+  chunk_index    int; null = 0
+  text           string; null = "" (not needed with --chunks)
+  similarity     float or int; null = 0.0
+  rerank_score   float, optional; null = use similarity
+  anything else  passed through from the first chunk of each block
+
+output columns (OUT), one row per block, sorted by query_id, block_rank:
+  query_id, block_rank, entity_type, entity_id, start_chunk_index,
+  end_chunk_index, text, max_similarity, avg_similarity, source_chunk_count,
+  rerank_score, ranking_score, char_count, truncated, chunk_indexes
+  (+ passthrough columns)
+
+formats, by file extension: .parquet .pq, .arrow .ipc .feather, .csv,
+.jsonl .ndjson .json (JSON lines). In CSV, chunk_indexes is written as "0,1,2".
+"""
+
+
+_CONFIG_HELP: dict[str, str] = {
+    "top_k": "chunks selected per query by ranking score (rerank_score, else similarity), "
+    "skipping text repeated within the same entity (>= 1)",
+    "min_similarity": "base m of the adaptive threshold: selected chunks need similarity "
+    ">= 0.6*m (one selected) up to 1.2*m (top-k selected) (0..1)",
+    "max_chunk_gap": "largest chunk_index gap merged into one block; 1 = adjacent chunks "
+    "only, 0 = only repeated indexes (>= 0)",
+    "max_blocks": "blocks kept per query (>= 1)",
+    "max_characters": "total characters kept per query; a first block over it is "
+    "truncated at a word boundary (>= 1)",
+    "max_merged_block_characters": "largest merged block in characters; a chunk that "
+    "would exceed it starts a new block (>= 1)",
+    "overlap": "how overlap between merged chunks is removed: 'text' matches normalized "
+    "text like the seed; 'offsets' cuts exactly by start_char/end_char columns",
+}
+"""Help for each :class:`PostprocessConfig` field; the option is ``--field-name``."""
+
+
+def _add_postprocess(sub: Any) -> None:
+    p = sub.add_parser(
+        "postprocess",
+        help="turn retrieved chunks into ranked, merged, budgeted context blocks",
+        description=(
+            "Per query: rank candidates (rerank_score, else similarity), keep the top-k "
+            "distinct chunks, drop those under the adaptive similarity threshold, merge "
+            "nearby chunks of the same entity removing their overlap, then keep the best "
+            "blocks within the block and character budgets."
+        ),
+        epilog=_POSTPROCESS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("results", metavar="RESULTS", help="candidate chunks, one row per chunk")
+    p.add_argument(
+        "--chunks",
+        metavar="CHUNKS",
+        help="chunk store (entity_id or doc_id, chunk_index, text): text is joined from it "
+        "by (entity_id, chunk_index), only for the rows that need it",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="OUT", required=True, help="output table, written atomically"
+    )
+    defaults = PostprocessConfig()
+    for name, text in _CONFIG_HELP.items():
+        default = getattr(defaults, name)
+        p.add_argument(
+            "--" + name.replace("_", "-"),
+            type=type(default),
+            default=default,
+            choices=["text", "offsets"] if name == "overlap" else None,
+            metavar={int: "N", float: "X"}.get(type(default)),
+            help=f"{text} (default: %(default)s)",
+        )
+    p.set_defaults(run=_run_postprocess)
+
+
+def _run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
+    config = PostprocessConfig(**{name: getattr(args, name) for name in _CONFIG_HELP})
+    table_format(args.output)
+    candidates = scan_table(args.results)
+    chunks = scan_table(args.chunks) if args.chunks else None
+    plan = postprocess(candidates, config, chunks=chunks)
+    counts = candidates.select(
+        pl.len().alias("rows"), pl.col(c.QUERY_ID).n_unique().alias("queries")
+    )
+    try:
+        blocks, stats = pl.collect_all([plan, counts])
+    except RagframeError as exc:  # raised inside the plan: Polars appends its context
+        raise type(exc)(_first_line(exc)) from exc
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise RagframeError(f"cannot process {args.results}: {_first_line(exc)}") from exc
+    try:
+        write_table(blocks, args.output)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise RagframeError(f"cannot write {args.output}: {_first_line(exc)}") from exc
+    return {
+        "queries": int(stats["queries"][0]),
+        "candidates in": int(stats["rows"][0]),
+        "blocks out": blocks.height,
+        "characters out": int(blocks[c.CHAR_COUNT].sum()),
+        "truncated blocks": int(blocks[c.TRUNCATED].sum()),
+        "output": str(args.output),
+    }
+
+
+_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_postprocess]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,86 @@
+"""Benchmark ``ragframe.postprocess`` against the reference loop and a minimal Polars plan.
+
+Run (not part of the default test run)::
+
+    python -m pytest benchmarks/bench_postprocess.py -k smoke   # 200 queries, CI smoke
+    python -m pytest benchmarks/bench_postprocess.py -k full    # 10,000 x 100 = 1M rows
+
+Each group (size x text variant) holds: the engine (full run, collected), the baseline
+(per query only the top-k rows by similarity and their text: sort, head per group, join)
+and the reference on the first 100 queries. The closing summary prints the per-row
+speed-up over the reference and the engine/baseline time ratio with the issue's bars.
+Peak memory: ``benchmarks/memory_postprocess.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+
+import ragframe
+from benchmarks._generate import Retrieval
+from benchmarks.conftest import record
+from ragframe.reference import postprocess_reference
+
+CONFIG = ragframe.PostprocessConfig()
+REFERENCE_QUERIES = 100
+VARIANTS = ["store", "inline"]
+
+
+def _inputs(data: Retrieval, variant: str) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    return (data.results, data.chunks) if variant == "store" else (data.inline, None)
+
+
+def _engine(candidates: pl.DataFrame, chunks: pl.DataFrame | None) -> pl.DataFrame:
+    return ragframe.postprocess(candidates, CONFIG, chunks=chunks).collect()
+
+
+def _baseline(candidates: pl.DataFrame, chunks: pl.DataFrame | None) -> pl.DataFrame:
+    top = (
+        candidates.lazy()
+        .sort(["query_id", "similarity"], descending=[False, True], maintain_order=True)
+        .group_by("query_id", maintain_order=True)
+        .head(CONFIG.top_k)
+    )
+    if chunks is not None:
+        store = chunks.lazy().select("doc_id", "chunk_index", "text")
+        top = top.join(store, on=["doc_id", "chunk_index"], how="left", maintain_order="left")
+    return top.collect()
+
+
+def _group(benchmark: Any, size: str, variant: str) -> None:
+    benchmark.group = f"postprocess {size} {variant}"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_engine(benchmark: Any, retrieval: tuple[str, Retrieval], variant: str) -> None:
+    size, data = retrieval
+    _group(benchmark, size, variant)
+    candidates, chunks = _inputs(data, variant)
+    out = benchmark.pedantic(_engine, args=(candidates, chunks), rounds=3, warmup_rounds=1)
+    assert out.height > 0
+    record(benchmark, size, variant, "engine", candidates.height)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_baseline(benchmark: Any, retrieval: tuple[str, Retrieval], variant: str) -> None:
+    size, data = retrieval
+    _group(benchmark, size, variant)
+    candidates, chunks = _inputs(data, variant)
+    out = benchmark.pedantic(_baseline, args=(candidates, chunks), rounds=3, warmup_rounds=1)
+    assert out.height == candidates["query_id"].n_unique() * CONFIG.top_k
+    record(benchmark, size, variant, "baseline", candidates.height)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_reference(benchmark: Any, retrieval: tuple[str, Retrieval], variant: str) -> None:
+    """The oracle on a subsample (its time is per row; the summary scales it)."""
+    size, data = retrieval
+    _group(benchmark, size, variant)
+    sample = data.inline.filter(pl.col("query_id") <= REFERENCE_QUERIES)
+    sample = sample.rename({"doc_id": "entity_id"})
+    out = benchmark.pedantic(postprocess_reference, args=(sample, CONFIG), rounds=3)
+    assert out
+    record(benchmark, size, variant, "reference", sample.height)

@@ -1,0 +1,51 @@
+"""Benchmark fixtures: seeded data per size, and a closing table of the ratios the issue
+sets as bars (engine vs reference per row, engine vs the minimal Polars plan)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchmarks._generate import Retrieval, generate
+
+SIZES = {"smoke": 200, "full": 10_000}
+"""Queries per size (x 100 candidates each): ``-k smoke`` for CI, ``-k full`` for 1M rows."""
+
+_TIMES: dict[tuple[str, str, str], tuple[float, int]] = {}
+
+
+@pytest.fixture(scope="session", params=list(SIZES))
+def retrieval(request: pytest.FixtureRequest) -> tuple[str, Retrieval]:
+    size = str(request.param)
+    return size, generate(SIZES[size])
+
+
+def record(benchmark: Any, size: str, variant: str, who: str, rows: int) -> None:
+    """Remember a finished benchmark's median time and the rows it processed."""
+    benchmark.extra_info["rows"] = rows
+    _TIMES[(size, variant, who)] = (benchmark.stats.stats.median, rows)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _TIMES:
+        return
+    write = terminalreporter.write_line
+    write("")
+    write("postprocess ratios (median times; reference scaled per row)")
+    for size, variant in sorted({(s, v) for s, v, _ in _TIMES}):
+        got = {who: t for (s, v, who), t in _TIMES.items() if (s, v) == (size, variant)}
+        if "engine" not in got:
+            continue
+        engine_s, engine_rows = got["engine"]
+        line = f"  {size:5} {variant:6} engine {engine_s:8.3f} s for {engine_rows:,} rows"
+        if "reference" in got:
+            ref_s, ref_rows = got["reference"]
+            speedup = (ref_s / ref_rows) / (engine_s / engine_rows)
+            verdict = "ok" if speedup >= 20 else "BELOW BAR"
+            line += f" | vs reference {speedup:6.1f}x faster per row (bar >= 20x: {verdict})"
+        if "baseline" in got:
+            ratio = engine_s / got["baseline"][0]
+            verdict = "ok" if ratio <= 3 else "ABOVE BAR"
+            line += f" | engine/baseline {ratio:5.2f}x (bar <= 3x: {verdict})"
+        write(line)
