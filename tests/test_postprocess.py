@@ -318,22 +318,12 @@ def test_null_query_id_is_a_data_error() -> None:
         lf.collect()
 
 
-EMPTY_INPUT_BUG = pytest.mark.xfail(
-    strict=True, reason="engine bug: zero candidates -> IndexError in _blocks.block_kernel"
-)
-
-
-@pytest.mark.parametrize(
-    "runner",
-    [run_reference, pytest.param(run_engine, marks=EMPTY_INPUT_BUG)],
-    ids=["reference", "engine"],
-)
+@pytest.mark.parametrize("runner", [run_reference, run_engine], ids=["reference", "engine"])
 def test_empty_input_gives_no_blocks(runner: Any) -> None:
     df = frame([cand(1, "a", 0.5, entity_type="t", rerank_score=0.1)]).clear()
     assert runner(df) == []
 
 
-@EMPTY_INPUT_BUG
 def test_empty_input_keeps_the_output_schema() -> None:
     df = frame([cand(1, "a", 0.5, title="x")]).clear()
     out = _engine(df).collect()
@@ -355,20 +345,13 @@ def test_all_null_typed_columns_are_accepted() -> None:
     assert run_engine(df) == run_reference(df)
 
 
-REGEX_LIMIT_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: str.contains(column, literal=True) compiles a regex per row; a "
-    "long chunk with another chunk of its entity exceeds the 10 MB limit (ComputeError)",
-)
-
-
 @pytest.mark.parametrize(
     "texts",
     [
         ["a" * 400_000],
-        pytest.param(["😀" * 100_000, "a" * 10], marks=REGEX_LIMIT_BUG),
-        pytest.param(["b" + "a" * 400_000, "a" * 400_000], marks=REGEX_LIMIT_BUG),
-        pytest.param(["😀" * 100_000, "x😀" * 100_000], marks=REGEX_LIMIT_BUG),
+        ["😀" * 100_000, "a" * 10],
+        ["b" + "a" * 400_000, "a" * 400_000],
+        ["😀" * 100_000, "x😀" * 100_000],
     ],
     ids=["alone_400k_ascii", "then_short_100k_emoji", "two_400k_ascii", "two_100k_emoji"],
 )
@@ -472,7 +455,6 @@ def _windows(content: str, width: int, step: int) -> list[tuple[int, int]]:
         start += step
 
 
-@pytest.mark.xfail(strict=True, reason='engine: overlap="offsets" is accepted but ignored')
 def test_offsets_mode_rebuilds_the_document_exactly() -> None:
     content = "The quick  brown fox\n\njumps over the lazy dog. Ünïcode 東京 \t end. " * 6
     rows = [
