@@ -58,17 +58,27 @@ def codepoints(texts: pl.Series) -> tuple[U32, I64]:
     return codes, offsets
 
 
+_POWERS: list[U64] = [np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64)]
+
+
+def _power_tables(n: int) -> tuple[U64, U64]:
+    """``B**k`` and ``B**-k`` for k in 0..n, computed once and grown by doubling."""
+    if len(_POWERS[0]) <= n:
+        size = max(n + 1, 2 * len(_POWERS[0]))
+        for i, base in enumerate((_BASE, _BASE_INV)):
+            table = np.empty(size, dtype=np.uint64)
+            table[0] = 1
+            np.cumprod(np.full(size - 1, base, dtype=np.uint64), out=table[1:])
+            _POWERS[i] = table
+    return _POWERS[0], _POWERS[1]
+
+
 def _prefix_hashes(codes: U32) -> tuple[U64, U64]:
     """Prefix sums ``S[k] = sum(c[j] * B**-j for j < k)`` and powers ``P[k] = B**k``."""
     n = len(codes)
-    powers = np.empty(n + 1, dtype=np.uint64)
-    powers[0] = 1
-    np.cumprod(np.full(n, _BASE, dtype=np.uint64), out=powers[1:])
-    inv = np.empty(n + 1, dtype=np.uint64)
-    inv[0] = 1
-    np.cumprod(np.full(n, _BASE_INV, dtype=np.uint64), out=inv[1:])
+    powers, inv = _power_tables(n)
     sums = np.zeros(n + 1, dtype=np.uint64)
-    np.cumsum(codes.astype(np.uint64) * inv[:n], out=sums[1:])
+    np.cumsum(codes * inv[:n], out=sums[1:])
     return sums, powers
 
 
@@ -116,8 +126,6 @@ def _overlap_batch(existing: pl.Series, following: pl.Series) -> I64:
     e_len = np.diff(e_off)
     top = np.minimum(e_len, np.diff(n_off))
     result = np.zeros(len(top), dtype=np.int64)
-    e_sums, e_pow = _prefix_hashes(e_codes)
-    n_sums, n_pow = _prefix_hashes(n_codes)
     owner, length = _grid(np.arange(len(top), dtype=np.int64), top)
     e_start = e_off[owner] + e_len[owner] - length
     n_start = n_off[owner]
@@ -125,7 +133,12 @@ def _overlap_batch(existing: pl.Series, following: pl.Series) -> I64:
         e_codes[e_start + length - 1] == n_codes[n_start + length - 1]
     )
     owner, length, e_start, n_start = owner[keep], length[keep], e_start[keep], n_start[keep]
-    same = _hash(e_sums, e_pow, e_start, length) == _hash(n_sums, n_pow, n_start, length)
+    if length.sum() <= len(e_codes) + len(n_codes):  # few candidates: compare them directly
+        same = _equal_spans(e_codes, e_start, n_codes, n_start, length)
+    else:
+        e_sums, e_pow = _prefix_hashes(e_codes)
+        n_sums, n_pow = _prefix_hashes(n_codes)
+        same = _hash(e_sums, e_pow, e_start, length) == _hash(n_sums, n_pow, n_start, length)
     owner, length = owner[same], length[same]
     # entries are ordered by pair, then by decreasing L: the first one per pair wins
     first = np.concatenate(([True], owner[1:] != owner[:-1])) if len(owner) else owner
@@ -145,15 +158,9 @@ def _verify(
 ) -> None:
     """Check each hashed match character by character; recompute false ones exactly."""
     pairs = np.flatnonzero(result)
-    if len(pairs) == 0:
-        return
     length = result[pairs]
-    first = np.repeat(np.cumsum(length) - length, length)
-    step = np.arange(int(length.sum()), dtype=np.int64) - first
-    e_idx = np.repeat(e_off[pairs + 1] - length, length) + step
-    n_idx = np.repeat(n_off[pairs], length) + step
-    bad = np.add.reduceat(e_codes[e_idx] != n_codes[n_idx], np.cumsum(length) - length) > 0
-    for pair in pairs[bad]:  # a 64-bit hash collision: practically never
+    good = _equal_spans(e_codes, e_off[pairs + 1] - length, n_codes, n_off[pairs], length)
+    for pair in pairs[~good]:  # a 64-bit hash collision: practically never
         result[pair] = _exact_overlap(existing[int(pair)] or "", following[int(pair)] or "")
 
 
@@ -189,3 +196,87 @@ def cut_positions(texts: pl.Series, units: I64) -> I64:
     pos = lengths.copy()
     pos[inside] = starts[first_unit[inside] + units[inside]] - off[:-1][inside]
     return pos
+
+
+def contains(haystacks: pl.Series, needles: pl.Series) -> npt.NDArray[np.bool_]:
+    """Row-wise ``needle in haystack`` for many pairs at once (nulls: False).
+
+    Same technique as :func:`overlap_lengths`: every start position of every pair is a
+    grid entry, filtered by first and last character, compared by hash, and each hit
+    verified character by character. Needles of chunk size in chunks of similar size
+    make a tiny grid; unlike Polars' literal ``str.contains`` there is no per-row regex
+    to compile and no pattern size limit.
+    """
+    valid = (haystacks.is_not_null() & needles.is_not_null()).to_numpy()
+    h_len = haystacks.fill_null("").str.len_chars().to_numpy().astype(np.int64)
+    n_len = needles.fill_null("").str.len_chars().to_numpy().astype(np.int64)
+    result: npt.NDArray[np.bool_] = valid & (n_len == 0)
+    rows = np.flatnonzero(valid & (n_len > 0) & (n_len <= h_len))
+    if len(rows):
+        for batch in _batches(rows, h_len[rows] - n_len[rows] + 1):
+            result[batch] = _contains_batch(haystacks.gather(batch), needles.gather(batch))
+    return result
+
+
+def _contains_batch(haystacks: pl.Series, needles: pl.Series) -> npt.NDArray[np.bool_]:
+    h_codes, h_off = codepoints(haystacks)
+    n_codes, n_off = codepoints(needles)
+    n_len = np.diff(n_off)
+    owner, pos = _grid_positions(np.diff(h_off) - n_len + 1)
+    start = h_off[owner] + pos
+    length = n_len[owner]
+    keep = (h_codes[start] == n_codes[n_off[owner]]) & (
+        h_codes[start + length - 1] == n_codes[n_off[owner] + length - 1]
+    )
+    owner, start, length = owner[keep], start[keep], length[keep]
+    if length.sum() <= len(h_codes) + len(n_codes):  # few candidates: compare them directly
+        same = _equal_spans(h_codes, start, n_codes, n_off[owner], length)
+    else:
+        h_sums, h_pow = _prefix_hashes(h_codes)
+        n_sums, n_pow = _prefix_hashes(n_codes)
+        same = _hash(h_sums, h_pow, start, length) == _hash(n_sums, n_pow, n_off[owner], length)
+    owner, start = owner[same], start[same]
+    first = np.concatenate(([True], owner[1:] != owner[:-1])) if len(owner) else owner > 0
+    found = np.zeros(len(n_len), dtype=bool)
+    hit_rows, hit_starts = owner[first], start[first]
+    found[hit_rows] = _equal_spans(h_codes, hit_starts, n_codes, n_off[hit_rows], n_len[hit_rows])
+    for row in hit_rows[~found[hit_rows]]:  # a hash collision: recheck exactly
+        found[row] = (needles[int(row)] or "") in (haystacks[int(row)] or "")
+    return found
+
+
+def _grid_positions(counts: I64) -> tuple[I64, I64]:
+    """Entries (row, position) for positions 0 .. counts-1 of each row."""
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    return owner, np.arange(len(owner), dtype=np.int64) - first
+
+
+def _equal_spans(a: U32, a_start: I64, b: U32, b_start: I64, length: I64) -> npt.NDArray[np.bool_]:
+    """Whether ``a[a_start:+length] == b[b_start:+length]`` for each span.
+
+    The first 16 characters are compared first: most unequal spans stop there.
+    """
+    same = np.ones(len(length), dtype=bool)
+    for lo, hi in ((0, 16), (16, None)):
+        rows = np.flatnonzero(same & (length > lo))
+        part = np.minimum(length[rows], hi) - lo if hi else length[rows] - lo
+        owner, step = _grid_positions(part)
+        step += lo
+        differ = a[a_start[rows][owner] + step] != b[b_start[rows][owner] + step]
+        same[rows] = np.bincount(owner, weights=differ, minlength=len(rows)) == 0
+    return same
+
+
+def _contains_kernel(batch: pl.Series) -> pl.Series:
+    parts = batch.struct.unnest()
+    found = contains(parts["haystack"], parts["needle"])
+    missing = (parts["haystack"].is_null() | parts["needle"].is_null()).to_numpy()
+    return pl.Series(batch.name, found, dtype=pl.Boolean).set(pl.Series(missing), None)
+
+
+def contains_expr(haystack: pl.Expr, needle: pl.Expr) -> pl.Expr:
+    """Row-wise ``needle in haystack`` as an expression (null if either is null)."""
+    return pl.struct(haystack.alias("haystack"), needle.alias("needle")).map_batches(
+        _contains_kernel, return_dtype=pl.Boolean, is_elementwise=True
+    )
