@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ragframe.chunk import chunk
 from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
 from ragframe.postprocess import PostprocessConfig
+from ragframe.window import WindowConfig, assemble, windows
 
 __all__ = [
     "ConfigError",
@@ -11,5 +13,9 @@ __all__ = [
     "PostprocessConfig",
     "RagframeError",
     "SchemaError",
+    "WindowConfig",
+    "assemble",
+    "chunk",
+    "windows",
 ]
 __version__ = "0.1.0"

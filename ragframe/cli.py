@@ -13,7 +13,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import polars as pl
+
+from ragframe import io
+from ragframe.chunk import chunk
 from ragframe.errors import RagframeError
+from ragframe.schema import DOC_ID, TEXT, TRUNCATED
+from ragframe.window import WindowConfig, assemble, windows
 
 Runner = Callable[[argparse.Namespace], dict[str, Any]]
 
@@ -38,7 +44,108 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = []
+def _add_window_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="output table; the format comes from the extension (.parquet, .arrow, .csv, .jsonl)",
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        required=True,
+        metavar="N",
+        help="largest window, in characters (Unicode code points), >= 1",
+    )
+    parser.add_argument(
+        "--overlap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="characters each window shares with the previous one, 0 <= N < --window "
+        "(default 0); windows start every (window - overlap) characters",
+    )
+
+
+def _collect(plan: pl.LazyFrame, count: pl.LazyFrame, source: str) -> tuple[pl.DataFrame, int]:
+    """Collect the result and the input document count together, as RagframeError."""
+    try:
+        result, counted = pl.collect_all([plan, count])
+    except pl.exceptions.PolarsError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RagframeError(f"cannot process {source}: {first}") from exc
+    return result, int(counted.item())
+
+
+def _add_window(sub: Any) -> None:
+    parser = sub.add_parser(
+        "window",
+        help="cut documents made of sections into overlapping character windows",
+        description="Render each document's sections (title line, then text; sections "
+        "joined by a blank line, in section_index order) and cut the result into "
+        "windows of --window characters overlapping by --overlap. Input columns: "
+        "doc_id, section_index, text, optional title. Output: doc_id, window_index, "
+        "start_char, end_char, text; with --single: doc_id, text, truncated.",
+    )
+    parser.add_argument("sections", metavar="SECTIONS", help="input table of sections")
+    _add_window_options(parser)
+    parser.add_argument(
+        "--single",
+        action="store_true",
+        help="the seed's single window per document: the first --window characters "
+        "of the rendered document, with a truncated flag",
+    )
+    parser.set_defaults(run=_run_window)
+
+
+def _run_window(args: argparse.Namespace) -> dict[str, Any]:
+    config = WindowConfig(window_chars=args.window, overlap_chars=args.overlap)
+    sections = io.scan_table(args.sections)
+    plan = assemble(sections, config) if args.single else windows(sections, config)
+    count = sections.select(pl.col(DOC_ID).n_unique())
+    result, documents = _collect(plan, count, args.sections)
+    io.write_table(result, args.output)
+    summary: dict[str, Any] = {"documents": documents}
+    if args.single:
+        summary["truncated"] = int(result[TRUNCATED].sum())
+    else:
+        summary["windows"] = result.height
+    summary["characters"] = int(result[TEXT].str.len_chars().sum())
+    summary["output"] = args.output
+    return summary
+
+
+def _add_chunk(sub: Any) -> None:
+    parser = sub.add_parser(
+        "chunk",
+        help="cut raw documents into overlapping character chunks with offsets",
+        description="Cut each document's content into chunks of --window characters "
+        "overlapping by --overlap (the last chunk ends at the end of the content; "
+        "empty documents have no chunks). Input columns: doc_id, content (others are "
+        "dropped). Output: doc_id, chunk_index, start_char, end_char, text.",
+    )
+    parser.add_argument("documents", metavar="DOCUMENTS", help="input table of documents")
+    _add_window_options(parser)
+    parser.set_defaults(run=_run_chunk)
+
+
+def _run_chunk(args: argparse.Namespace) -> dict[str, Any]:
+    config = WindowConfig(window_chars=args.window, overlap_chars=args.overlap)
+    documents = io.scan_table(args.documents)
+    plan = chunk(documents, config)
+    result, count = _collect(plan, documents.select(pl.len()), args.documents)
+    io.write_table(result, args.output)
+    return {
+        "documents": count,
+        "chunks": result.height,
+        "characters": int(result[TEXT].str.len_chars().sum()),
+        "output": args.output,
+    }
+
+
+_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_window, _add_chunk]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
