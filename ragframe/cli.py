@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import polars as pl
@@ -69,13 +70,21 @@ def _add_window_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _collect(plan: pl.LazyFrame, count: pl.LazyFrame, source: str) -> tuple[pl.DataFrame, int]:
-    """Collect the result and the input document count together, as RagframeError."""
+@contextmanager
+def _polars_errors(source: str) -> Iterator[None]:
+    """Turn a Polars error while reading or processing ``source`` into one line."""
     try:
-        result, counted = pl.collect_all([plan, count])
+        yield
     except pl.exceptions.PolarsError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise RagframeError(f"cannot process {source}: {first}") from exc
+        lines = str(exc).strip().splitlines()
+        raise RagframeError(
+            f"cannot process {source}: {lines[0] if lines else type(exc).__name__}"
+        ) from exc
+
+
+def _collect(plan: pl.LazyFrame, count: pl.LazyFrame) -> tuple[pl.DataFrame, int]:
+    """Collect the result and the input document count in one run."""
+    result, counted = pl.collect_all([plan, count])
     return result, int(counted.item())
 
 
@@ -103,9 +112,9 @@ def _add_window(sub: Any) -> None:
 def _run_window(args: argparse.Namespace) -> dict[str, Any]:
     config = WindowConfig(window_chars=args.window, overlap_chars=args.overlap)
     sections = io.scan_table(args.sections)
-    plan = assemble(sections, config) if args.single else windows(sections, config)
-    count = sections.select(pl.col(DOC_ID).n_unique())
-    result, documents = _collect(plan, count, args.sections)
+    with _polars_errors(args.sections):
+        plan = assemble(sections, config) if args.single else windows(sections, config)
+        result, documents = _collect(plan, sections.select(pl.col(DOC_ID).n_unique()))
     io.write_table(result, args.output)
     summary: dict[str, Any] = {"documents": documents}
     if args.single:
@@ -134,8 +143,8 @@ def _add_chunk(sub: Any) -> None:
 def _run_chunk(args: argparse.Namespace) -> dict[str, Any]:
     config = WindowConfig(window_chars=args.window, overlap_chars=args.overlap)
     documents = io.scan_table(args.documents)
-    plan = chunk(documents, config)
-    result, count = _collect(plan, documents.select(pl.len()), args.documents)
+    with _polars_errors(args.documents):
+        result, count = _collect(chunk(documents, config), documents.select(pl.len()))
     io.write_table(result, args.output)
     return {
         "documents": count,
