@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import polars as pl
 import pytest
@@ -121,6 +122,37 @@ def test_chunks_match_python_loop(contents: list[str | None], window: int, data:
         parts = out.filter(pl.col("doc_id") == doc_id)["text"].to_list()
         rebuilt = "".join([parts[0], *(p[overlap:] for p in parts[1:])]) if parts else ""
         assert rebuilt == (content or "")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    contents=st.lists(st.text(alphabet=ALPHABET, max_size=200), max_size=4),
+    window=st.integers(1, 12),
+    data=st.data(),
+)
+def test_smallest_blocks_match_python_loop(contents: list[str], window: int, data: Any) -> None:
+    """Non-ASCII texts are cut into blocks; shrink them to the smallest that is valid."""
+    overlap = data.draw(st.integers(0, window - 1))
+    docs = _docs(["é" + c for c in contents])
+    with mock.patch("ragframe._slide._block_bytes", lambda w: 4 * w + 4):
+        out = chunk(docs, _config(window, overlap)).collect()
+    assert out.rows() == _reference_chunks(docs, window, overlap)
+
+
+@pytest.mark.parametrize(
+    ("text", "window", "overlap"),
+    [
+        ("😀" * 9000, 1024, 1),
+        ("😀" * 3000, 2000, 1999),
+        ("a" + "日" * 5000 + "é" * 5000, 700, 300),
+        ("x" * 3000 + "é", 100, 0),
+    ],
+    ids=["emoji-tight", "emoji-step-1", "cjk-accents", "ascii-then-accent"],
+)
+def test_long_non_ascii_documents(text: str, window: int, overlap: int) -> None:
+    docs = _docs([text, "ascii " * 2000])
+    out = _collect_everywhere(docs, _config(window, overlap))
+    assert out.rows() == _reference_chunks(docs, window, overlap)
 
 
 @pytest.mark.parametrize(
