@@ -82,6 +82,14 @@ def _polars_errors(source: str) -> Iterator[None]:
         ) from exc
 
 
+def _write(result: pl.DataFrame, path: str) -> None:
+    """Write atomically; an unwritable target is a RagframeError, not a traceback."""
+    try:
+        io.write_table(result, path)
+    except OSError as exc:
+        raise RagframeError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
 def _collect(plan: pl.LazyFrame, count: pl.LazyFrame) -> tuple[pl.DataFrame, int]:
     """Collect the result and the input document count in one run."""
     result, counted = pl.collect_all([plan, count])
@@ -110,12 +118,13 @@ def _add_window(sub: Any) -> None:
 
 
 def _run_window(args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``window``; ``characters`` counts the characters written in ``text``."""
     config = WindowConfig(window_chars=args.window, overlap_chars=args.overlap)
     sections = io.scan_table(args.sections)
     with _polars_errors(args.sections):
         plan = assemble(sections, config) if args.single else windows(sections, config)
         result, documents = _collect(plan, sections.select(pl.col(DOC_ID).n_unique()))
-    io.write_table(result, args.output)
+    _write(result, args.output)
     summary: dict[str, Any] = {"documents": documents}
     if args.single:
         summary["truncated"] = int(result[TRUNCATED].sum())
@@ -141,11 +150,12 @@ def _add_chunk(sub: Any) -> None:
 
 
 def _run_chunk(args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``chunk``; ``characters`` counts the characters written in ``text``."""
     config = WindowConfig(window_chars=args.window, overlap_chars=args.overlap)
     documents = io.scan_table(args.documents)
     with _polars_errors(args.documents):
         result, count = _collect(chunk(documents, config), documents.select(pl.len()))
-    io.write_table(result, args.output)
+    _write(result, args.output)
     return {
         "documents": count,
         "chunks": result.height,

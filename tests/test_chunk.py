@@ -249,3 +249,13 @@ def test_cli_chunk_unreadable_input_is_one_line_error(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_cli_chunk_unwritable_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "d.parquet"
+    _docs(["abc"]).write_parquet(source)
+    (tmp_path / "file").write_text("not a folder")
+    target = tmp_path / "file" / "chunks.parquet"
+    assert main(["chunk", str(source), "-o", str(target), "--window", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot write {target}") and err.count("\n") == 1
