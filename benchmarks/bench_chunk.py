@@ -16,6 +16,10 @@ Run (benchmarks are not part of the default test run)::
 
     python -m pytest benchmarks/bench_chunk.py --benchmark-only -k small     # smoke, 2 MB
     python -m pytest benchmarks/bench_chunk.py --benchmark-only -k 200MB     # the issue's bar
+
+On a shared machine wall times swing with other processes' load; add
+``--benchmark-timer=time.process_time`` to compare CPU time instead (summed over
+threads, so it understates what Polars' parallelism gains in wall time).
 """
 
 from __future__ import annotations
