@@ -32,7 +32,7 @@ for this scan, which runs in blocks of :func:`_block_bytes` bytes to bound its m
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -57,7 +57,7 @@ def _block_bytes(window: int) -> int:
     The scan holds about 9 bytes of temporaries per byte of a block. ``window`` lets
     tests size blocks relative to the window (the smallest blocks stress the seams).
     """
-    return max(1 << 22, window)
+    return max(1 << 20, window)
 
 
 def _window_count(length: Ints, window: int, step: int) -> Ints:
@@ -66,48 +66,98 @@ def _window_count(length: Ints, window: int, step: int) -> Ints:
     return np.where(length == 0, 0, np.where(length <= window, 1, more))
 
 
+def _select_table() -> npt.NDArray[np.uint8]:
+    """``table[v, r]``: position of the ``r``-th set bit of byte ``v`` (8 if none)."""
+    table = np.full((256, 8), 8, dtype=np.uint8)
+    for value in range(256):
+        ones = [bit for bit in range(8) if value >> bit & 1]
+        table[value, : len(ones)] = ones
+    return table
+
+
+_SELECT = _select_table()
+
+
+def _select(value: npt.NDArray[np.uint64], rank: Ints) -> Ints:
+    """Position of the ``rank``-th set bit of each 64-bit ``value`` (binary search)."""
+    at = np.zeros(len(value), dtype=np.int64)
+    for width in (32, 16, 8):
+        low = np.bitwise_count(value & np.uint64((1 << width) - 1)).astype(np.int64)
+        high = rank >= low
+        rank = rank - np.where(high, low, 0)
+        value = np.where(high, value >> np.uint64(width), value)
+        at += np.where(high, width, 0)
+    at += _SELECT[value & np.uint64(0xFF), rank]
+    return at
+
+
+def _nth_lead(words: npt.NDArray[np.uint64], below: Ints, ranks: Ints) -> Ints:
+    """Position of the ``ranks``-th set bit of ``words`` (little-endian bit order).
+
+    ``below`` counts the set bits before each word; every rank is below the total.
+    In a word of ASCII bytes (all bits set) the position is plain arithmetic.
+    """
+    word = np.searchsorted(below, ranks, side="right") - 1
+    rest, value = ranks - below[word], words[word]
+    at = 64 * word + rest
+    mixed = np.flatnonzero(value != np.uint64(2**64 - 1))
+    at[mixed] = 64 * word[mixed] + _select(value[mixed], rest[mixed])
+    return at
+
+
 def _char_starts(data: npt.NDArray[np.uint8], queries: Sequence[Ints], block: int) -> list[Ints]:
     """Byte position in UTF-8 ``data`` of each queried character index.
 
-    Each query array must be non-decreasing; the index equal to the number of
-    characters maps to ``len(data)``.
+    A character starts at every byte that is not a continuation byte (``0b10xxxxxx``,
+    ``-128..-65`` as int8): one bit per byte, 64 bytes per word. Each query array must
+    be non-decreasing; the index equal to the number of characters maps to
+    ``len(data)``.
     """
     found = [np.full(len(q), len(data), dtype=np.int64) for q in queries]
     seen = 0
     for at in range(0, len(data), block):
-        lead = np.flatnonzero(data[at : at + block].view(np.int8) >= -64)  # not 0b10xxxxxx
+        piece = data[at : at + block]
+        bits = np.zeros(-(-len(piece) // 64) * 8, dtype=np.uint8)
+        packed = np.packbits(piece.view(np.int8) >= -64, bitorder="little")
+        bits[: len(packed)] = packed
+        words = bits.view(np.uint64)
+        counts = np.bitwise_count(words).astype(np.int64)
+        below = np.cumsum(counts) - counts
+        total = int(below[-1] + counts[-1])
         for query, out in zip(queries, found, strict=True):
-            lo, hi = np.searchsorted(query, (seen, seen + len(lead)))
-            out[lo:hi] = at + lead[query[lo:hi] - seen]
-        seen += len(lead)
+            lo, hi = np.searchsorted(query, (seen, seen + total))
+            out[lo:hi] = at + _nth_lead(words, below, query[lo:hi] - seen)
+        seen += total
     return found
 
 
-def _byte_bounds(
+def _non_ascii(
     column: pl.Series, chars: Ints, nbytes: Ints, doc: Ints, start: Ints, end: Ints, window: int
-) -> tuple[Ints, Ints]:
-    """Byte offsets, within each text, of the windows' first and past-last characters."""
-    wide = chars != nbytes  # texts that are not ASCII
-    if not wide.any():
-        return start, end
+) -> tuple[Ints, Ints, Ints]:
+    """The windows of non-ASCII texts: their rows, and their byte bounds in the text."""
+    wide = chars != nbytes
+    rows = np.flatnonzero(wide[doc])
+    if not len(rows):
+        return rows, rows, rows
     picked = np.flatnonzero(wide)
     stream = column.gather(picked).to_arrow(compat_level=pl.CompatLevel.oldest())
     offsets = np.frombuffer(stream.buffers()[1], dtype=np.int64, count=len(picked) + 1)
     data = np.frombuffer(stream.buffers()[2], dtype=np.uint8, count=int(offsets[-1]))
-    rank = np.cumsum(wide) - 1
-    char_base = (np.cumsum(chars[picked]) - chars[picked])[rank]
-    rows = np.flatnonzero(wide[doc])
-    first, last = doc[rows], doc[rows]
-    queries = (char_base[first] + start[rows], char_base[last] + end[rows])
-    lo, hi = _char_starts(data, queries, _block_bytes(window))
-    byte_start, byte_end = start.copy(), end.copy()
-    byte_start[rows] = lo - offsets[rank[first]]
-    byte_end[rows] = hi - offsets[rank[last]]
-    return byte_start, byte_end
+    owner = (np.cumsum(wide) - 1)[doc[rows]]  # index among the picked texts
+    chars_before = (np.cumsum(chars[picked]) - chars[picked])[owner]
+    queries = (chars_before + start[rows], chars_before + end[rows])
+    first, last = _char_starts(data, queries, _block_bytes(window))
+    return rows, first - offsets[owner], last - offsets[owner]
+
+
+def _string_views(column: pl.Series) -> pa.Array:
+    """The column as an Arrow string view array, sharing Polars' buffers."""
+    array = column.to_arrow(compat_level=pl.CompatLevel.newest())
+    return array if array.type == pa.string_view() else array.cast(pa.string_view())
 
 
 def _sources(array: pa.Array) -> tuple[list[npt.NDArray[np.uint8]], Ints, Ints, Ints]:
-    """The bytes every view may point into, and per text: length, source and position.
+    """The bytes a view may point into; per text: byte length, source, position there.
 
     Sources are the array's data buffers, then its views buffer (for inline texts).
     """
@@ -116,49 +166,66 @@ def _sources(array: pa.Array) -> tuple[list[npt.NDArray[np.uint8]], Ints, Ints, 
     raw = np.frombuffer(buffers[1], dtype=np.uint8, count=_VIEW * (skip + n))
     views = raw.view(np.uint32).reshape(-1, 4)[skip:].astype(np.int64)
     data = [np.frombuffer(b, dtype=np.uint8) for b in buffers[2:]]
-    length = views[:, 0]
-    inline = length <= _INLINE
+    inline = views[:, 0] <= _INLINE
     source = np.where(inline, len(data), views[:, 2])
     at = np.where(inline, _VIEW * (skip + np.arange(n)) + 4, views[:, 3])
-    return [*data, raw], length, source, at
+    return [*data, raw], views[:, 0], source, at
+
+
+def _groups(source: Ints, count: int) -> Iterator[tuple[int, slice | Ints]]:
+    """The windows of each source: a slice when already grouped (the usual case)."""
+    grouped = bool(np.all(source[:-1] <= source[1:]))
+    order = None if grouped else np.argsort(source, kind="stable")
+    bounds = np.searchsorted(source if order is None else source[order], np.arange(count + 1))
+    for index in range(count):
+        lo, hi = int(bounds[index]), int(bounds[index + 1])
+        if lo < hi:
+            yield index, slice(lo, hi) if order is None else order[lo:hi]
 
 
 def _fill(
-    views: npt.NDArray[np.uint32], rows: Ints, data: npt.NDArray[np.uint8], source: int, at: Ints
+    views: npt.NDArray[np.uint32],
+    rows: slice | Ints,
+    data: npt.NDArray[np.uint8],
+    at: Ints,
+    length: Ints,
 ) -> None:
-    """Write the views of windows ``rows``, which all point into ``data`` at ``at``."""
-    length = views[rows, 0].astype(np.int64)
-    long = length > _INLINE
-    if long.any():
+    """Bytes of the windows ``rows`` (all in ``data`` at ``at``): prefix, or inline text."""
+    if len(data) >= 4:  # the first 4 bytes, read unaligned; inline windows overwrite them
         words = np.ndarray((len(data) - 3,), dtype=np.uint32, buffer=data, strides=(1,))
-        views[rows[long], 1] = words[at[long]]  # the first 4 bytes, unaligned
-        views[rows[long], 2] = source
-        views[rows[long], 3] = at[long]
-    short = ~long
-    if short.any():
+        views[rows, 1] = words[np.minimum(at, len(words) - 1)]
+    short = np.flatnonzero(length <= _INLINE)
+    if len(short):
         span = np.arange(_INLINE)
         picks = np.minimum(at[short, None] + span, len(data) - 1)
         inline = np.where(span < length[short, None], data[picks], 0).astype(np.uint8)
+        rows = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
         views.view(np.uint8).reshape(-1, _VIEW)[rows[short], 4:] = inline
 
 
-def _view_array(column: pl.Series, doc: Ints, begin: Ints, end: Ints) -> pa.Array:
-    """A string view array of the byte ranges ``begin:end`` of texts ``doc``."""
-    array = column.to_arrow(compat_level=pl.CompatLevel.newest())
-    if array.type != pa.string_view():
-        array = array.cast(pa.string_view())
-    sources, _, source, at = _sources(array)
-    views = np.zeros((len(doc), 4), dtype=np.uint32)
-    views[:, 0] = end - begin
-    window_source, position = source[doc], at[doc] + begin
-    order = np.argsort(window_source, kind="stable")
-    bounds = np.searchsorted(window_source[order], np.arange(len(sources) + 1))
-    for index, data in enumerate(sources):
-        rows = order[bounds[index] : bounds[index + 1]]
-        if len(rows):
-            _fill(views, rows, data, index, position[rows])
-    buffers = [None, pa.py_buffer(views), *array.buffers()[2:]]
-    return pa.Array.from_buffers(pa.string_view(), len(doc), buffers)
+def _views(
+    sources: list[npt.NDArray[np.uint8]], source: Ints, position: Ints, length: Ints
+) -> npt.NDArray[np.uint32]:
+    """One 16-byte view per window: ``length`` bytes at ``position`` in ``source``."""
+    views = np.zeros((len(length), 4), dtype=np.uint32)
+    views[:, 0] = length
+    views[:, 2] = source  # buffer index and offset; inline windows overwrite both
+    views[:, 3] = position
+    for index, rows in _groups(source, len(sources)):
+        _fill(views, rows, sources[index], position[rows], length[rows])
+    return views
+
+
+def _windows(chars: Ints, window: int, step: int) -> tuple[Ints, Ints, Ints, Ints]:
+    """Per window: its text's row, its index there, first and past-last character."""
+    count = _window_count(chars, window, step)
+    doc = np.repeat(np.arange(len(chars), dtype=np.int64), count)
+    k = np.arange(len(doc), dtype=np.int64)
+    k -= np.repeat(np.cumsum(count) - count, count)
+    start = k * step
+    end = start + window
+    np.minimum(end, chars[doc], out=end)
+    return doc, k, start, end
 
 
 def _cut(
@@ -166,17 +233,22 @@ def _cut(
 ) -> pl.DataFrame:
     """The kernel: every window of every row of ``frame`` (keys, ``_TEXT``, ``_LEN``)."""
     column = frame[_TEXT]
+    array = _string_views(column)
+    sources, nbytes, source, at = _sources(array)
     chars = frame[_LEN].to_numpy().astype(np.int64)
-    nbytes = column.str.len_bytes().to_numpy().astype(np.int64)
-    count = _window_count(chars, window, step)
-    doc = np.repeat(np.arange(len(chars), dtype=np.int64), count)
-    k = np.arange(len(doc), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
-    start = k * step
-    end = np.minimum(start + window, chars[doc])
-    begin, stop = _byte_bounds(column, chars, nbytes, doc, start, end, window)
-    text = pl.Series(TEXT, _view_array(column, doc, begin, stop))
+    doc, k, start, end = _windows(chars, window, step)
+    position, length = at[doc] + start, end - start  # in ASCII texts bytes are characters
+    rows, first, last = _non_ascii(column, chars, nbytes, doc, start, end, window)
+    position[rows] = at[doc[rows]] + first
+    length[rows] = last - first
+    views = _views(sources, source[doc], position, length)
+    buffers = [None, pa.py_buffer(views), *array.buffers()[2:]]
+    text = pa.Array.from_buffers(pa.string_view(), len(doc), buffers)
     return frame.select(keys)[doc].with_columns(
-        pl.Series(index, k), pl.Series(START_CHAR, start), pl.Series(END_CHAR, end), text
+        pl.Series(index, k),
+        pl.Series(START_CHAR, start),
+        pl.Series(END_CHAR, end),
+        pl.Series(TEXT, text),
     )
 
 
