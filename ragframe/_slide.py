@@ -10,23 +10,27 @@ overlap. The count is ``0`` for an empty text, ``1`` when ``n <= window_chars`` 
 Offsets are Unicode code points (``str.len_chars``), never bytes.
 
 Why a kernel: consecutive windows overlap, so every character is in up to
-``window / step`` windows. Polars expressions (``str.slice``, ``bin.slice``) copy each
-window into a new buffer, and a plain Arrow string array cannot share the bytes either
+``window / step`` windows, and a plain Arrow string array cannot share those bytes
 (its offsets must be monotonic). Arrow's *string view* layout, Polars' own string
 representation, can: each value is a 16-byte view (byte length, then the bytes inline
-if at most 12, else a 4-byte prefix, a buffer index and a byte offset). So
-:func:`slide` is one ``LazyFrame.map_batches`` node whose kernel, :func:`_cut`, builds
-with numpy, over whole columns, one view per window pointing into the texts' own data
-buffers, and hands the array back to Polars without copying any text. The kernel is
-row-local (each text's windows depend on that text only), so it runs on whole frames
-and on streaming batches alike.
+if at most 12, else a 4-byte prefix, a buffer index and a byte offset). No Polars
+expression builds such views for character windows: ``bin.slice`` is O(1) per window
+but copies it (and the cast back to String validates it), and ``str.slice`` shares the
+buffer but finds a character offset by scanning the string from its start, which is
+quadratic over a long text's windows. So :func:`slide` is one
+``LazyFrame.map_batches`` node whose kernel, :func:`_cut`, builds with numpy, over
+whole columns, one view per window pointing into the texts' own data buffers, and
+hands the array back to Polars (``pl.Series`` imports it without copying). The kernel
+is row-local (each text's windows depend on that text only), so it runs on whole
+frames and on streaming batches alike.
 
 Views locate bytes, windows are counted in characters. For an ASCII text (as many
-bytes as characters) the two agree. For any other text the character boundaries come
-from one numpy scan of its UTF-8 bytes: a byte starts a character unless it is a
-continuation byte (``0b10xxxxxx``), so the ``c``-th non-continuation byte is where
-character ``c`` starts. The non-ASCII texts are copied once into one contiguous buffer
-for this scan, which runs in blocks of :func:`_block_bytes` bytes to bound its memory.
+bytes as characters) the two agree. For the other texts, copied once into one
+contiguous buffer, a bit per byte marks where a character starts (every byte but a
+UTF-8 continuation byte ``0b10xxxxxx``): 512-byte runs without a high bit are all
+starts, the others are tested byte by byte. Character ``c`` starts at the ``c``-th set
+bit, found from per-word popcounts and a binary search inside the word. The scan runs
+in blocks of :func:`_block_bytes` bytes to bound its memory.
 """
 
 from __future__ import annotations
@@ -49,15 +53,17 @@ _VIEW = 16
 """Bytes per view."""
 _INLINE = 12
 """The longest value stored inside its view."""
+_RUN = 512
+"""Bytes of non-ASCII text checked at once for being all ASCII."""
 
 
 def _block_bytes(window: int) -> int:
     """Bytes of non-ASCII text scanned at once; any size >= 1 gives the same windows.
 
-    The scan holds about 9 bytes of temporaries per byte of a block. ``window`` lets
+    The scan holds about 1.2 bytes of temporaries per byte of a block. ``window`` lets
     tests size blocks relative to the window (the smallest blocks stress the seams).
     """
-    return max(1 << 20, window)
+    return max(1 << 22, window)
 
 
 def _window_count(length: Ints, window: int, step: int) -> Ints:
@@ -105,22 +111,38 @@ def _nth_lead(words: npt.NDArray[np.uint64], below: Ints, ranks: Ints) -> Ints:
     return at
 
 
+def _lead_bits(piece: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    """One bit per byte of ``piece``, set where a character starts; 64 bytes per word.
+
+    A byte starts a character unless it is a continuation byte (``0b10xxxxxx``,
+    ``-128..-65`` as int8). Runs of ``_RUN`` bytes without a high bit (found by OR-ing
+    their 8-byte words) are all starts; only the other runs are tested byte by byte.
+    Bits past the end of ``piece`` are clear.
+    """
+    whole = len(piece) // _RUN * _RUN
+    bits = np.zeros(-(-len(piece) // 64) * 8, dtype=np.uint8)
+    runs = piece[:whole].reshape(-1, _RUN)
+    high = np.bitwise_or.reduce(runs.view(np.uint64), axis=1) & np.uint64(0x8080808080808080)
+    mixed = np.flatnonzero(high)
+    per_run = bits[: whole // 8].reshape(-1, _RUN // 8)
+    per_run[...] = 0xFF
+    per_run[mixed] = np.packbits(runs[mixed].view(np.int8) >= -64, axis=1, bitorder="little")
+    tail = np.packbits(piece[whole:].view(np.int8) >= -64, bitorder="little")
+    bits[whole // 8 : whole // 8 + len(tail)] = tail
+    return bits.view(np.uint64)
+
+
 def _char_starts(data: npt.NDArray[np.uint8], queries: Sequence[Ints], block: int) -> list[Ints]:
     """Byte position in UTF-8 ``data`` of each queried character index.
 
-    A character starts at every byte that is not a continuation byte (``0b10xxxxxx``,
-    ``-128..-65`` as int8): one bit per byte, 64 bytes per word. Each query array must
-    be non-decreasing; the index equal to the number of characters maps to
-    ``len(data)``.
+    Each query array must be non-decreasing; the index equal to the number of
+    characters maps to ``len(data)``. The scan runs in blocks of ``block`` bytes.
     """
     found = [np.full(len(q), len(data), dtype=np.int64) for q in queries]
     seen = 0
     for at in range(0, len(data), block):
         piece = data[at : at + block]
-        bits = np.zeros(-(-len(piece) // 64) * 8, dtype=np.uint8)
-        packed = np.packbits(piece.view(np.int8) >= -64, bitorder="little")
-        bits[: len(packed)] = packed
-        words = bits.view(np.uint64)
+        words = _lead_bits(piece)
         counts = np.bitwise_count(words).astype(np.int64)
         below = np.cumsum(counts) - counts
         total = int(below[-1] + counts[-1])

@@ -155,6 +155,34 @@ def test_long_non_ascii_documents(text: str, window: int, overlap: int) -> None:
     assert out.rows() == _reference_chunks(docs, window, overlap)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    runs=st.lists(st.tuples(st.integers(0, 1500), st.sampled_from("éü日本😀\u00a0")), max_size=6),
+    window=st.integers(1, 600),
+    data=st.data(),
+)
+def test_long_mostly_ascii_documents_match_python_loop(
+    runs: list[tuple[int, str]], window: int, data: Any
+) -> None:
+    """Long ASCII stretches with a few non-ASCII characters: ASCII runs are skipped."""
+    overlap = data.draw(st.integers(0, window - 1))
+    text = "".join("x" * n + ch for n, ch in runs)
+    docs = _docs([text, "y" * 700, text[::-1]])
+    out = chunk(docs, _config(window, overlap)).collect()
+    assert out.rows() == _reference_chunks(docs, window, overlap)
+
+
+def test_sliced_and_multi_chunk_input() -> None:
+    """The kernel reads Arrow buffers directly: offsets and several chunks must hold."""
+    contents = ["é" * 30 + "abc" * 50, "short", "", "x" * 40, "日本語" * 9, "z", "ü"]
+    docs = _docs([*contents, None] * 3)
+    pieces = pl.concat([docs[1:8], docs[8:13], docs[13:]], rechunk=False)
+    assert pieces["content"].n_chunks() == 3
+    for frame in (pieces, _docs(contents * 3)[5:17]):
+        out = _collect_everywhere(frame, _config(7, 3))
+        assert out.rows() == _reference_chunks(frame, 7, 3)
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
