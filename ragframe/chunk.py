@@ -23,7 +23,9 @@ def chunk(documents: Any, config: WindowConfig) -> pl.LazyFrame:
     fixture use; join metadata back on ``doc_id``. Each row is one document (rows with
     the same ``doc_id`` are not merged). Windows follow :func:`ragframe.windows`: start
     every ``config.step`` characters, at most ``window_chars`` long, the last one ending
-    at the end of the content. An empty or null ``content`` has no chunks.
+    at the end of the content. An empty or null ``content`` has no chunks. The chunk
+    texts are not copied: they are views into the documents' own string buffers, which
+    the result keeps alive.
 
     Args:
         documents: one row per document (Polars DataFrame/LazyFrame or pyarrow Table).
