@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from ragframe.chunk import chunk
 from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
 from ragframe.postprocess import PostprocessConfig, postprocess
 from ragframe.reference import postprocess_reference
+from ragframe.window import WindowConfig, assemble, windows
 
 __all__ = [
     "ConfigError",
@@ -12,7 +14,11 @@ __all__ = [
     "PostprocessConfig",
     "RagframeError",
     "SchemaError",
+    "WindowConfig",
+    "assemble",
+    "chunk",
     "postprocess",
     "postprocess_reference",
+    "windows",
 ]
 __version__ = "0.1.0"
