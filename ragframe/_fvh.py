@@ -1,0 +1,153 @@
+"""FastVectorHighlighter fragments for all pairs (rules in :mod:`ragframe.highlight`).
+
+Fragment building is the one step Polars expressions cannot express: Lucene's
+``SimpleFragListBuilder`` is a greedy left-to-right cover whose every fragment starts
+from the end of the previous one (``start_offset``), a stateful scan. It runs as a
+numpy kernel over the whole match table (:func:`fragment_kernel`): each round builds the
+next fragment of *every* pair at once with two binary searches, so the Python loop runs
+once per fragment rank (at most ``max_matches`` rounds, usually a handful), never per
+pair, document or match.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from ragframe import schema as c
+from ragframe._passages import (
+    END,
+    FRAGMENT,
+    IS_WORD,
+    LENGTH,
+    PAIR,
+    RUN,
+    SCORE,
+    START,
+    TOKEN,
+    pair_matches,
+    top_passages,
+)
+from ragframe._tokens import rust_char_class
+
+if TYPE_CHECKING:
+    from ragframe.highlight import HighlightConfig
+
+MARGIN = 6
+_KEY = np.int64(1) << 32
+_SCHEMA = {PAIR: pl.UInt32, START: pl.Int64, END: pl.Int64, SCORE: pl.Float64}
+
+Ints = npt.NDArray[np.int64]
+
+
+def _groups(pair: npt.NDArray[np.uint32]) -> tuple[Ints, Ints, Ints]:
+    """Group number of each match, and each group's first and past-the-last index."""
+    new = np.empty(pair.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(pair[1:], pair[:-1], out=new[1:])
+    head = np.flatnonzero(new).astype(np.int64)
+    tail = np.append(head[1:], pair.size).astype(np.int64)
+    return np.cumsum(new, dtype=np.int64) - 1, head, tail
+
+
+def fragment_kernel(matches: pl.DataFrame, fragment_size: int) -> pl.DataFrame:
+    """Lucene ``BaseFragListBuilder.createFieldFragList`` for every pair at once.
+
+    ``matches`` holds ``__rf_pair, start, end`` sorted by (pair, start); matches of a
+    pair never overlap (they are distinct tokens). Returns ``__rf_pair, start, end,
+    score`` (score: matches in the fragment).
+    """
+    pair = matches[PAIR].to_numpy()
+    start = matches[START].to_numpy().astype(np.int64)
+    end = matches[END].to_numpy().astype(np.int64)
+    if pair.size == 0:
+        return pl.DataFrame(schema=_SCHEMA)
+    group, head, tail = _groups(pair)
+    key_start, key_end = group * _KEY + start, group * _KEY + end
+    offset = np.zeros(head.size, dtype=np.int64)
+    active = np.arange(head.size, dtype=np.int64)
+    found: list[tuple[Ints, Ints, Ints, Ints]] = []
+    while active.size:
+        first = np.searchsorted(key_start, active * _KEY + offset[active])
+        alive = first < tail[active]
+        active, first = active[alive], first[alive]
+        low = offset[active]
+        span_start = np.maximum(start[first] - MARGIN, low)
+        span_end = np.maximum(end[first], span_start + fragment_size)
+        limit = active * _KEY + np.minimum(span_end, _KEY - 1)
+        last = np.searchsorted(key_end, limit, side="right") - 1
+        match_len = end[last] - start[first]
+        frag_start = np.maximum(start[first] - np.maximum(0, fragment_size - match_len) // 2, low)
+        frag_end = frag_start + np.maximum(match_len, fragment_size)
+        offset[active] = frag_end
+        found.append((head[active], frag_start, frag_end, last - first + 1))
+    cols = [np.concatenate(parts) for parts in zip(*found, strict=True)] if found else []
+    return pl.DataFrame(
+        {PAIR: pair[cols[0]], START: cols[1], END: cols[2], SCORE: cols[3].astype(np.float64)}
+        if cols
+        else {},
+        schema=_SCHEMA,
+    )
+
+
+def _boundary_start(content: pl.Expr, start: pl.Expr, chars: str, scan: int) -> pl.Expr:
+    """``SimpleBoundaryScanner.findStartOffset``."""
+    width = pl.min_horizontal(start, pl.lit(scan, pl.Int64))
+    if chars:
+        cls = rust_char_class(chars)
+        window = content.str.slice(start - width, width)
+        tail = window.str.extract(f"[{cls}]([^{cls}]*)$", 1).str.len_chars().cast(pl.Int64)
+    else:
+        tail = pl.lit(None, pl.Int64)
+    return (
+        pl.when(tail.is_not_null())
+        .then(start - tail)
+        .when(start <= scan)
+        .then(pl.lit(0, pl.Int64))
+        .otherwise(start)
+    )
+
+
+def _boundary_end(
+    content: pl.Expr, end: pl.Expr, length: pl.Expr, chars: str, scan: int
+) -> pl.Expr:
+    """``SimpleBoundaryScanner.findEndOffset``, the end clamped to the text."""
+    if chars:
+        cls = rust_char_class(chars)
+        window = content.str.slice(end, scan)
+        head = window.str.extract(f"^([^{cls}]*)[{cls}]", 1).str.len_chars().cast(pl.Int64)
+    else:
+        head = pl.lit(None, pl.Int64)
+    return (
+        pl.when(end >= length).then(length).when(head.is_not_null()).then(end + head).otherwise(end)
+    )
+
+
+def fvh_passages(
+    work: pl.LazyFrame,
+    docs: pl.LazyFrame,
+    runs: pl.LazyFrame,
+    terms: pl.LazyFrame,
+    config: HighlightConfig,
+) -> pl.LazyFrame:
+    """``__rf_pair, start, end, score, __rf_fragment``: the chosen fragments, in order."""
+    tokens = runs.filter(IS_WORD).select(
+        c.DOC_ID, pl.col(RUN).str.to_lowercase().alias(TOKEN), START, END
+    )
+    matches = pair_matches(terms, tokens, config.max_matches).select(PAIR, START, END)
+    kernel = partial(fragment_kernel, fragment_size=config.fragment_size)
+    fragments = matches.map_batches(kernel, schema=_SCHEMA)
+    chosen = top_passages(fragments, config).with_row_index(c.TMP + "order")
+    chosen = chosen.join(work.select(PAIR, c.DOC_ID), on=PAIR).join(docs, on=c.DOC_ID)
+    content, chars, scan = pl.col(c.CONTENT), config.boundary_chars, config.boundary_max_scan
+    chosen = chosen.with_columns(
+        _boundary_start(content, pl.col(START), chars, scan).alias(START),
+        _boundary_end(content, pl.col(END), pl.col(LENGTH), chars, scan).alias(END),
+    )
+    text = content.str.slice(pl.col(START), pl.col(END) - pl.col(START))
+    chosen = chosen.with_columns(text.alias(FRAGMENT)).sort(c.TMP + "order")
+    return chosen.select(PAIR, START, END, SCORE, FRAGMENT)

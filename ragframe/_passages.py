@@ -1,0 +1,112 @@
+"""The highlighter's plan: documents -> runs -> matches -> passages -> joined text.
+
+Every function returns a LazyFrame; nothing is collected. Each needed document is
+tokenized once, whatever the number of queries that ask for it; matches for all pairs
+come from one join of (pair, term) rows with (document, token) rows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ragframe import schema as c
+from ragframe._tokens import (
+    ASCII_SPACE,
+    ELLIPSIS,
+    RUN_RUST,
+    SENTENCE_TERMINATORS,
+    TOKEN_RUST,
+    WORD_START_RUST,
+    rust_char_class,
+)
+
+if TYPE_CHECKING:
+    from ragframe.highlight import HighlightConfig
+
+PAIR = c.TMP + "pair"
+RUN = c.TMP + "run"
+TOKEN = c.TMP + "token"
+TERM = c.TMP + "term"
+START = "start"
+END = "end"
+SCORE = "score"
+LENGTH = c.TMP + "length"
+FRAGMENT = c.TMP + "fragment"
+TEXTS = c.TMP + "texts"
+IS_WORD = c.TMP + "is_word"
+
+
+def needed_documents(work: pl.LazyFrame, documents: pl.LazyFrame) -> pl.LazyFrame:
+    """``doc_id, content, __rf_length`` of the documents ``work`` asks for.
+
+    The first row of a repeated ``doc_id`` wins; null content reads as "".
+    """
+    docs = documents.select(c.DOC_ID, pl.col(c.CONTENT).fill_null(""))
+    docs = docs.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
+    docs = docs.join(work.select(c.DOC_ID).unique(), on=c.DOC_ID, how="semi")
+    return docs.with_columns(pl.col(c.CONTENT).str.len_chars().cast(pl.Int64).alias(LENGTH))
+
+
+def document_runs(docs: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per run (token or non-word run) with character offsets ``start, end``.
+
+    Runs cover each document exactly, so the running sum of their character lengths
+    gives offsets in characters (never bytes).
+    """
+    runs = pl.col(c.CONTENT).str.extract_all(RUN_RUST)
+    ends = runs.list.eval(pl.element().str.len_chars().cast(pl.Int64).cum_sum())
+    frame = docs.select(c.DOC_ID, runs.alias(RUN), ends.alias(END)).explode([RUN, END])
+    frame = frame.drop_nulls(RUN)
+    return frame.with_columns(
+        (pl.col(END) - pl.col(RUN).str.len_chars().cast(pl.Int64)).alias(START),
+        pl.col(RUN).str.contains(WORD_START_RUST).alias(IS_WORD),
+    )
+
+
+def pair_terms(work: pl.LazyFrame) -> pl.LazyFrame:
+    """``__rf_pair, doc_id, __rf_term``: the distinct lower-cased query terms per pair."""
+    terms = (
+        pl.col(c.QUERY)
+        .str.extract_all(TOKEN_RUST)
+        .list.eval(pl.element().str.to_lowercase())
+        .list.unique()
+    )
+    frame = work.select(PAIR, c.DOC_ID, terms.alias(TERM)).explode(TERM)
+    return frame.drop_nulls(TERM)
+
+
+def pair_matches(terms: pl.LazyFrame, tokens: pl.LazyFrame, max_matches: int) -> pl.LazyFrame:
+    """Matches of each pair's terms, sorted by position, the first ``max_matches`` kept.
+
+    ``tokens`` has ``doc_id, __rf_token`` (lower-cased) and any columns to carry.
+    """
+    found = terms.join(tokens, left_on=[c.DOC_ID, TERM], right_on=[c.DOC_ID, TOKEN])
+    found = found.sort(PAIR, START)
+    return found.filter(pl.int_range(pl.len()).over(PAIR) < max_matches)
+
+
+def top_passages(passages: pl.LazyFrame, config: HighlightConfig) -> pl.LazyFrame:
+    """The ``number_of_fragments`` best passages per pair (ties: earlier first), in the
+    configured order."""
+    ranked = passages.sort([PAIR, SCORE, START], descending=[False, True, False])
+    kept = ranked.filter(pl.int_range(pl.len()).over(PAIR) < config.number_of_fragments)
+    if config.order == "offset":
+        kept = kept.sort(PAIR, START)
+    return kept
+
+
+def _finish(texts: pl.Expr) -> pl.Expr:
+    joined = texts.list.join(ELLIPSIS)
+    terminal = f"[{rust_char_class(SENTENCE_TERMINATORS)}][{rust_char_class(ASCII_SPACE)}]*$"
+    return pl.when(joined.str.contains(terminal)).then(joined).otherwise(joined + ELLIPSIS)
+
+
+def assemble(passages: pl.LazyFrame) -> pl.LazyFrame:
+    """``__rf_pair, passages, highlight`` from one row per chosen passage (in order)."""
+    spans = pl.struct(pl.col(START), pl.col(END), pl.col(SCORE).cast(pl.Float64))
+    grouped = passages.group_by(PAIR, maintain_order=True).agg(
+        spans.alias("passages"), pl.col(FRAGMENT).alias(TEXTS)
+    )
+    return grouped.select(PAIR, "passages", _finish(pl.col(TEXTS)).alias("highlight"))
