@@ -28,6 +28,7 @@ from ragframe._passages import (
     RUN,
     SCORE,
     START,
+    TERM,
     TOKEN,
     pair_matches,
     top_passages,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 MARGIN = 6
 _KEY = np.int64(1) << 32
+CODE = c.TMP + "code"
 _SCHEMA = {PAIR: pl.UInt32, START: pl.Int64, END: pl.Int64, SCORE: pl.Float64}
 
 Ints = npt.NDArray[np.int64]
@@ -54,12 +56,33 @@ def _groups(pair: npt.NDArray[np.uint32]) -> tuple[Ints, Ints, Ints]:
     return np.cumsum(new, dtype=np.int64) - 1, head, tail
 
 
-def fragment_kernel(matches: pl.DataFrame, fragment_size: int) -> pl.DataFrame:
+def _distinct_terms(group: Ints, code: Ints, first: Ints, last: Ints) -> Ints:
+    """Distinct term codes among matches ``first[f]..last[f]`` of each fragment ``f``.
+
+    Fragments are disjoint match ranges. A match is a fragment's new term when the
+    previous match of the same pair and term lies before the fragment's first match.
+    """
+    order = np.lexsort((np.arange(code.size), code, group))
+    same = np.zeros(code.size, dtype=bool)
+    same[1:] = (group[order][1:] == group[order][:-1]) & (code[order][1:] == code[order][:-1])
+    previous = np.full(code.size, -1, dtype=np.int64)
+    previous[order[1:][same[1:]]] = order[:-1][same[1:]]
+    by_first = np.argsort(first)
+    index = np.arange(code.size)
+    slot = np.searchsorted(first[by_first], index, side="right") - 1
+    frag = by_first[np.maximum(slot, 0)]
+    new = (slot >= 0) & (index <= last[frag]) & (previous < first[frag])
+    return np.bincount(frag[new], minlength=first.size).astype(np.int64)
+
+
+def fragment_kernel(
+    matches: pl.DataFrame, fragment_size: int, scoring: str, cap: int
+) -> pl.DataFrame:
     """Lucene ``BaseFragListBuilder.createFieldFragList`` for every pair at once.
 
-    ``matches`` holds ``__rf_pair, start, end`` sorted by (pair, start); matches of a
-    pair never overlap (they are distinct tokens). Returns ``__rf_pair, start, end,
-    score`` (score: matches in the fragment).
+    ``matches`` holds ``__rf_pair, start, end, __rf_code`` (term code) sorted by (pair,
+    start); matches of a pair never overlap (they are distinct tokens). Returns
+    ``__rf_pair, start, end, score``.
     """
     pair = matches[PAIR].to_numpy()
     start = matches[START].to_numpy().astype(np.int64)
@@ -70,7 +93,7 @@ def fragment_kernel(matches: pl.DataFrame, fragment_size: int) -> pl.DataFrame:
     key_start, key_end = group * _KEY + start, group * _KEY + end
     offset = np.zeros(head.size, dtype=np.int64)
     active = np.arange(head.size, dtype=np.int64)
-    found: list[tuple[Ints, Ints, Ints, Ints]] = []
+    found: list[tuple[Ints, Ints, Ints, Ints, Ints]] = []
     while active.size:
         first = np.searchsorted(key_start, active * _KEY + offset[active])
         alive = first < tail[active]
@@ -84,14 +107,13 @@ def fragment_kernel(matches: pl.DataFrame, fragment_size: int) -> pl.DataFrame:
         frag_start = np.maximum(start[first] - np.maximum(0, fragment_size - match_len) // 2, low)
         frag_end = frag_start + np.maximum(match_len, fragment_size)
         offset[active] = frag_end
-        found.append((head[active], frag_start, frag_end, last - first + 1))
-    cols = [np.concatenate(parts) for parts in zip(*found, strict=True)] if found else []
-    return pl.DataFrame(
-        {PAIR: pair[cols[0]], START: cols[1], END: cols[2], SCORE: cols[3].astype(np.float64)}
-        if cols
-        else {},
-        schema=_SCHEMA,
-    )
+        found.append((head[active], frag_start, frag_end, first, last))
+    heads, starts, ends, firsts, lasts = (np.concatenate(p) for p in zip(*found, strict=True))
+    score = (lasts - firsts + 1).astype(np.float64)
+    if scoring == "terms":
+        code = matches[CODE].to_numpy().astype(np.int64)
+        score = _distinct_terms(group, code, firsts, lasts) + score / (cap + 1)
+    return pl.DataFrame({PAIR: pair[heads], START: starts, END: ends, SCORE: score}, schema=_SCHEMA)
 
 
 def _boundary_start(content: pl.Expr, start: pl.Expr, chars: str, scan: int) -> pl.Expr:
@@ -138,8 +160,15 @@ def fvh_passages(
     tokens = runs.filter(IS_WORD).select(
         c.DOC_ID, pl.col(RUN).str.to_lowercase().alias(TOKEN), START, END
     )
-    matches = pair_matches(terms, tokens, config.max_matches).select(PAIR, START, END)
-    kernel = partial(fragment_kernel, fragment_size=config.fragment_size)
+    matches = pair_matches(terms, tokens, config.max_matches)
+    code = pl.col(TERM).rank("dense").cast(pl.Int64)
+    matches = matches.select(PAIR, START, END, code.alias(CODE))
+    kernel = partial(
+        fragment_kernel,
+        fragment_size=config.fragment_size,
+        scoring=config.scoring,
+        cap=config.max_matches,
+    )
     fragments = matches.map_batches(kernel, schema=_SCHEMA)
     chosen = top_passages(fragments, config).with_row_index(c.TMP + "order")
     chosen = chosen.join(work.select(PAIR, c.DOC_ID), on=PAIR).join(docs, on=c.DOC_ID)

@@ -21,6 +21,7 @@ from ragframe.highlight import (
     HIGHLIGHT,
     HighlightConfig,
     HighlighterMode,
+    FragmentScoring,
     HighlightOrder,
     check_highlight_inputs,
     doc_id_type,
@@ -43,7 +44,7 @@ class FetchConfig:
     Args:
         fulltext_threshold: documents longer than this (characters) are highlighted,
             and a highlighted document without passages is cut to this length (>= 0).
-        fragment_size, number_of_fragments, highlighter, order, boundary_chars,
+        fragment_size, number_of_fragments, highlighter, order, scoring, boundary_chars,
             boundary_max_scan, max_matches: see :class:`~ragframe.HighlightConfig`.
 
     Raises:
@@ -59,6 +60,7 @@ class FetchConfig:
     number_of_fragments: int = 5
     highlighter: HighlighterMode = "fvh"
     order: HighlightOrder = "score"
+    scoring: FragmentScoring = "matches"
     boundary_chars: str = "\t\n\x13 "
     boundary_max_scan: int = 20
     max_matches: int = 256
@@ -75,6 +77,7 @@ class FetchConfig:
             number_of_fragments=self.number_of_fragments,
             highlighter=self.highlighter,
             order=self.order,
+            scoring=self.scoring,
             boundary_chars=self.boundary_chars,
             boundary_max_scan=self.boundary_max_scan,
             max_matches=self.max_matches,

@@ -18,7 +18,10 @@ once however many queries ask for it:
      whose end is ``<= span_end`` join it. With ``match_len = last.end - first.start``
      the fragment is re-centred: ``start = max(first.start - max(0, (fragment_size -
      match_len) // 2), start_offset)``, ``end = start + max(match_len, fragment_size)``,
-     and ``start_offset = end``. Its score is its number of matches.
+     and ``start_offset = end``. Its score is its number of matches
+     (``scoring="matches"``, Lucene's ``SimpleFieldFragList``, the default), or, opt-in
+     (``scoring="terms"``), its number of distinct query terms plus
+     ``matches / (max_matches + 1)`` (distinct terms first, then matches).
   3. The ``number_of_fragments`` best fragments by score are kept (ties: earlier first),
      ordered by score (``order="score"``, Fess) or by position (``order="offset"``).
   4. Edges move to boundary characters (``SimpleBoundaryScanner``): the start moves left
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
 
 HighlighterMode = Literal["fvh", "unified"]
 HighlightOrder = Literal["score", "offset"]
+FragmentScoring = Literal["matches", "terms"]
 
 PASSAGES = "passages"
 HIGHLIGHT = "highlight"
@@ -78,6 +82,8 @@ class HighlightConfig:
         number_of_fragments: passages kept per pair (>= 1).
         highlighter: ``"fvh"`` (FastVectorHighlighter) or ``"unified"`` (sentences, BM25).
         order: ``"score"`` (best first, Fess) or ``"offset"`` (document order).
+        scoring: ``"fvh"`` fragment score: ``"matches"`` (Lucene, the default) or
+            ``"terms"`` (distinct query terms first; passages cover more of the query).
         boundary_chars: characters fragment edges move to (tab, newline, U+0013, space).
         boundary_max_scan: how far an edge may move, in characters (>= 0).
         max_matches: matches considered per pair, first in text order (>= 1; Lucene's
@@ -95,6 +101,7 @@ class HighlightConfig:
     number_of_fragments: int = 5
     highlighter: HighlighterMode = "fvh"
     order: HighlightOrder = "score"
+    scoring: FragmentScoring = "matches"
     boundary_chars: str = "\t\n\x13 "
     boundary_max_scan: int = 20
     max_matches: int = 256
@@ -108,6 +115,8 @@ class HighlightConfig:
             raise ConfigError(f"highlighter must be 'fvh' or 'unified', got {self.highlighter!r}")
         if self.order not in ("score", "offset"):
             raise ConfigError(f"order must be 'score' or 'offset', got {self.order!r}")
+        if self.scoring not in ("matches", "terms"):
+            raise ConfigError(f"scoring must be 'matches' or 'terms', got {self.scoring!r}")
         if not isinstance(self.boundary_chars, str):
             raise ConfigError(
                 f"boundary_chars must be a string, got {type(self.boundary_chars).__name__}"

@@ -47,8 +47,14 @@ def find_matches(content: str, terms: list[str], limit: int) -> list[Match]:
     return found
 
 
-def fvh_fragments(matches: list[Match], size: int) -> list[Span]:
-    """Lucene ``BaseFragListBuilder.createFieldFragList`` (margin 6), scores = matches."""
+def fvh_fragments(
+    matches: list[Match], size: int, scoring: str = "matches", cap: int = 256
+) -> list[Span]:
+    """Lucene ``BaseFragListBuilder.createFieldFragList`` (margin 6).
+
+    Score: the fragment's matches (``"matches"``), or its distinct terms plus
+    ``matches / (cap + 1)`` (``"terms"``).
+    """
     fragments: list[Span] = []
     offset, i = 0, 0
     while i < len(matches):
@@ -58,13 +64,16 @@ def fvh_fragments(matches: list[Match], size: int) -> list[Span]:
             continue
         span_start = max(first_start - FVH_MARGIN, offset)
         span_end = max(first_end, span_start + size)
-        last_end, count, i = first_end, 1, i + 1
+        taken, i = [matches[i]], i + 1
         while i < len(matches) and matches[i][2] <= span_end:
-            last_end, count, i = matches[i][2], count + 1, i + 1
-        match_len = last_end - first_start
+            taken, i = [*taken, matches[i]], i + 1
+        match_len = taken[-1][2] - first_start
         start = max(first_start - max(0, (size - match_len) // 2), offset)
         offset = start + max(match_len, size)
-        fragments.append((start, offset, float(count)))
+        score = float(len(taken))
+        if scoring == "terms":
+            score = len({t for t, _, _ in taken}) + len(taken) / (cap + 1)
+        fragments.append((start, offset, score))
     return fragments
 
 
@@ -137,7 +146,7 @@ def highlight_pair(
     if cfg.highlighter == "unified":
         spans = unified_scores(text, matches, cfg.fragment_size)
     else:
-        spans = fvh_fragments(matches, cfg.fragment_size)
+        spans = fvh_fragments(matches, cfg.fragment_size, cfg.scoring, cfg.max_matches)
     chosen = sorted(spans, key=lambda s: (-s[2], s[0]))[: cfg.number_of_fragments]
     if cfg.order == "offset":
         chosen.sort(key=lambda s: s[0])
