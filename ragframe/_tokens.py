@@ -13,7 +13,8 @@ the plain reference; tests check that both give the same tokens.
   offsets.
 * **Blank**: a query made only of Unicode ``White_Space`` characters (or empty, or null).
 * **Sentence end** (the ``unified`` mode): a non-word run that holds ``. ! ?`` followed
-  later in the run by ASCII whitespace, or holds the CJK ``U+3002 U+FF01 U+FF1F``, or holds a blank line.
+  later in the run by ASCII whitespace, or holds the CJK ``U+3002 U+FF01 U+FF1F``, or
+  holds a blank line.
 """
 
 from __future__ import annotations

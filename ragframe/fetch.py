@@ -19,9 +19,9 @@ from ragframe._tokens import ASCII_SPACE, BLANK_CHARS
 from ragframe.config import check_int
 from ragframe.highlight import (
     HIGHLIGHT,
+    FragmentScoring,
     HighlightConfig,
     HighlighterMode,
-    FragmentScoring,
     HighlightOrder,
     check_highlight_inputs,
     doc_id_type,

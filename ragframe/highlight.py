@@ -34,9 +34,9 @@ once however many queries ask for it:
   style, ``PassageScorer`` with k1=1.2, b=0.75, pivot=87). See :mod:`ragframe._sentences`.
 
 Both: the chosen passages are joined with ``"..."`` and ``"..."`` is appended unless the
-text ends (ASCII whitespace aside) with ``. ! ?`` or the CJK ``U+3002 U+FF01 U+FF1F``. No match gives null (no-match
-size 0). Offsets and lengths are Unicode code points (Lucene counts UTF-16 units; they
-agree on text without characters outside the BMP).
+text ends (ASCII whitespace aside) with ``. ! ?`` or the CJK ``U+3002 U+FF01 U+FF1F``.
+No match gives null (no-match size 0). Offsets and lengths are Unicode code points
+(Lucene counts UTF-16 units; they agree on text without characters outside the BMP).
 """
 
 from __future__ import annotations

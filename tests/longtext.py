@@ -16,11 +16,48 @@ import polars as pl
 
 _WORD = re.compile(r"[A-Za-z]{5,}")
 _COMMON = frozenset(
-    "about above after again against because before being below between could "
-    "doing during further having other their there these those through under until "
-    "where which while would should return returns value values default object "
-    "string first given called using string number"
-    "".split()
+    {
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "because",
+        "before",
+        "being",
+        "below",
+        "between",
+        "called",
+        "could",
+        "default",
+        "doing",
+        "during",
+        "first",
+        "further",
+        "given",
+        "having",
+        "number",
+        "object",
+        "other",
+        "return",
+        "returns",
+        "should",
+        "string",
+        "their",
+        "there",
+        "these",
+        "those",
+        "through",
+        "under",
+        "until",
+        "using",
+        "value",
+        "values",
+        "where",
+        "which",
+        "while",
+        "would",
+    }
 )
 
 

@@ -287,7 +287,7 @@ WORDS = [
     "京",
     "café",
     "ΟΔΟΣ",
-    "σ",
+    "\u03c3",  # final-sigma rules when lower-casing
     "İ",
     "x_1",
     "3",
