@@ -22,10 +22,8 @@ from ragframe import schema as c
 from ragframe._passages import (
     END,
     FRAGMENT,
-    IS_WORD,
     LENGTH,
     PAIR,
-    RUN,
     SCORE,
     START,
     TERM,
@@ -33,6 +31,7 @@ from ragframe._passages import (
     pair_matches,
     top_passages,
 )
+from ragframe._tokenizer import IS_WORD, RUN
 from ragframe._tokens import rust_char_class
 
 if TYPE_CHECKING:

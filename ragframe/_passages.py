@@ -7,18 +7,18 @@ come from one join of (pair, term) rows with (document, token) rows.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from ragframe import schema as c
+from ragframe._tokenizer import run_schema, tokenize
 from ragframe._tokens import (
     ASCII_SPACE,
     ELLIPSIS,
-    RUN_RUST,
     SENTENCE_TERMINATORS,
     TOKEN_RUST,
-    WORD_START_RUST,
     rust_char_class,
 )
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from ragframe.highlight import HighlightConfig
 
 PAIR = c.TMP + "pair"
-RUN = c.TMP + "run"
 TOKEN = c.TMP + "token"
 TERM = c.TMP + "term"
 START = "start"
@@ -35,7 +34,6 @@ SCORE = "score"
 LENGTH = c.TMP + "length"
 FRAGMENT = c.TMP + "fragment"
 TEXTS = c.TMP + "texts"
-IS_WORD = c.TMP + "is_word"
 
 
 def needed_documents(work: pl.LazyFrame, documents: pl.LazyFrame) -> pl.LazyFrame:
@@ -49,20 +47,12 @@ def needed_documents(work: pl.LazyFrame, documents: pl.LazyFrame) -> pl.LazyFram
     return docs.with_columns(pl.col(c.CONTENT).str.len_chars().cast(pl.Int64).alias(LENGTH))
 
 
-def document_runs(docs: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per run (token or non-word run) with character offsets ``start, end``.
-
-    Runs cover each document exactly, so the running sum of their character lengths
-    gives offsets in characters (never bytes).
-    """
-    runs = pl.col(c.CONTENT).str.extract_all(RUN_RUST)
-    ends = runs.list.eval(pl.element().str.len_chars().cast(pl.Int64).cum_sum())
-    frame = docs.select(c.DOC_ID, runs.alias(RUN), ends.alias(END)).explode([RUN, END])
-    frame = frame.drop_nulls(RUN)
-    return frame.with_columns(
-        (pl.col(END) - pl.col(RUN).str.len_chars().cast(pl.Int64)).alias(START),
-        pl.col(RUN).str.contains(WORD_START_RUST).alias(IS_WORD),
-    )
+def document_runs(docs: pl.LazyFrame, words_only: bool) -> pl.LazyFrame:
+    """One row per run (token, or non-word run unless ``words_only``) with character
+    offsets ``start, end`` (:func:`ragframe._tokenizer.tokenize`, over whole buffers)."""
+    id_type = docs.collect_schema()[c.DOC_ID]
+    kernel = partial(tokenize, words_only=words_only)
+    return docs.select(c.DOC_ID, c.CONTENT).map_batches(kernel, schema=run_schema(id_type))
 
 
 def pair_terms(work: pl.LazyFrame) -> pl.LazyFrame:

@@ -27,10 +27,8 @@ from ragframe import schema as c
 from ragframe._passages import (
     END,
     FRAGMENT,
-    IS_WORD,
     LENGTH,
     PAIR,
-    RUN,
     SCORE,
     START,
     TERM,
@@ -38,6 +36,7 @@ from ragframe._passages import (
     pair_matches,
     top_passages,
 )
+from ragframe._tokenizer import IS_WORD, RUN
 from ragframe._tokens import ASCII_SPACE, SENTENCE_END_RUST
 
 if TYPE_CHECKING:

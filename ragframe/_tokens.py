@@ -24,16 +24,16 @@ import re
 _IDEO_RUST = (
     r"\x{3040}-\x{309F}\x{3400}-\x{4DBF}\x{4E00}-\x{9FFF}\x{F900}-\x{FAFF}\x{20000}-\x{2FA1F}"
 )
-_IDEO_PY = "\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+IDEOGRAPHS_PY = "\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 
 TOKEN_RUST = rf"[{_IDEO_RUST}]|[[\p{{L}}\p{{N}}_]--[{_IDEO_RUST}]]+"
 """Word tokens (Polars / Rust regex syntax)."""
-TOKEN_PY = re.compile(rf"[{_IDEO_PY}]|[^\W{_IDEO_PY}]+")
+TOKEN_PY = re.compile(rf"[{IDEOGRAPHS_PY}]|[^\W{IDEOGRAPHS_PY}]+")
 """Word tokens (Python ``re``)."""
 
 RUN_RUST = rf"{TOKEN_RUST}|[^\p{{L}}\p{{N}}_]+"
 """Runs: tokens and the non-word runs between them (Polars)."""
-RUN_PY = re.compile(rf"[{_IDEO_PY}]|[^\W{_IDEO_PY}]+|\W+")
+RUN_PY = re.compile(rf"[{IDEOGRAPHS_PY}]|[^\W{IDEOGRAPHS_PY}]+|\W+")
 """Runs (Python ``re``)."""
 
 WORD_START_RUST = r"^[\p{L}\p{N}_]"

@@ -160,7 +160,7 @@ def highlight(
     Example:
         >>> import polars as pl
         >>> docs = pl.DataFrame({"doc_id": [1], "content": ["Wings lift. Tails steer."]})
-        >>> pairs = pl.DataFrame({"query": ["tail"], "doc_id": [1]})
+        >>> pairs = pl.DataFrame({"query": ["tails"], "doc_id": [1]})
         >>> highlight(pairs, docs, HighlightConfig(fragment_size=18)).collect()["highlight"][0]
         'lift. Tails steer.'
     """
@@ -185,7 +185,7 @@ def passages_per_pair(
     ``doc_id`` of the same type as ``work``'s, and ``content``.
     """
     docs = needed_documents(work, documents)
-    runs = document_runs(docs)
+    runs = document_runs(docs, words_only=config.highlighter == "fvh")
     terms = pair_terms(work)
     build = fvh_passages if config.highlighter == "fvh" else unified_passages
     found = assemble(build(work, docs, runs, terms, config))
