@@ -277,6 +277,7 @@ def test_eager_lazy_streaming_agree_and_equal_reference(highlighter: str) -> Non
     eager = fetch(reqs, docs, cfg, sizes=sizes).collect()
     assert eager.equals(lazy.collect())
     assert eager.equals(lazy.collect(engine="streaming"))
+    assert eager.equals(lazy.collect(engine="in-memory"))
     assert eager.equals(
         fetch(reqs.to_arrow(), docs.to_arrow(), cfg, sizes=sizes.to_arrow()).collect()
     )

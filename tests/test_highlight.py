@@ -247,6 +247,7 @@ def test_eager_lazy_streaming_and_arrow_agree(mode: str) -> None:
     eager = highlight(pairs, docs, cfg).collect()
     assert eager.equals(lazy.collect())
     assert eager.equals(lazy.collect(engine="streaming"))
+    assert eager.equals(lazy.collect(engine="in-memory"))
     assert eager.equals(highlight(pairs.to_arrow(), docs.to_arrow(), cfg).collect())
     assert eager["highlight"].is_not_null().sum() >= 3
 
