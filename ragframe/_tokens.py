@@ -36,9 +36,6 @@ RUN_RUST = rf"{TOKEN_RUST}|[^\p{{L}}\p{{N}}_]+"
 RUN_PY = re.compile(rf"[{IDEOGRAPHS_PY}]|[^\W{IDEOGRAPHS_PY}]+|\W+")
 """Runs (Python ``re``)."""
 
-WORD_START_RUST = r"^[\p{L}\p{N}_]"
-"""Matches a run that is a word token (Polars)."""
-
 ASCII_SPACE = " \t\n\r\x0b\x0c"
 """Whitespace trimmed from passage edges and ignored before a final terminator."""
 
