@@ -63,6 +63,12 @@ def _add_fetch(sub: Any) -> None:
     )
     p.add_argument("--highlighter", choices=["fvh", "unified"], default=d.highlighter)
     p.add_argument("--order", choices=["score", "offset"], default=d.order)
+    p.add_argument(
+        "--scoring",
+        choices=["terms", "matches"],
+        default=d.scoring,
+        help="fvh fragment score: distinct query terms first, or Lucene's match count",
+    )
     p.add_argument("--max-matches", type=int, default=d.max_matches)
     p.set_defaults(run=_run_fetch)
 
@@ -79,6 +85,7 @@ def _run_fetch(args: argparse.Namespace) -> dict[str, Any]:
         number_of_fragments=args.fragments,
         highlighter=args.highlighter,
         order=args.order,
+        scoring=args.scoring,
         max_matches=args.max_matches,
     )
     requests, documents = read_table(args.requests), read_table(args.documents)

@@ -39,7 +39,8 @@ _NUMBER = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FetchConfig:
-    """Parameters of :func:`fetch`; the highlighter's default to Fess's settings.
+    """Parameters of :func:`fetch`; the highlighter's default to Fess's settings, except
+    ``scoring`` (see :class:`~ragframe.HighlightConfig`).
 
     Args:
         fulltext_threshold: documents longer than this (characters) are highlighted,
@@ -60,7 +61,7 @@ class FetchConfig:
     number_of_fragments: int = 5
     highlighter: HighlighterMode = "fvh"
     order: HighlightOrder = "score"
-    scoring: FragmentScoring = "matches"
+    scoring: FragmentScoring = "terms"
     boundary_chars: str = "\t\n\x13 "
     boundary_max_scan: int = 20
     max_matches: int = 256

@@ -18,10 +18,11 @@ once however many queries ask for it:
      whose end is ``<= span_end`` join it. With ``match_len = last.end - first.start``
      the fragment is re-centred: ``start = max(first.start - max(0, (fragment_size -
      match_len) // 2), start_offset)``, ``end = start + max(match_len, fragment_size)``,
-     and ``start_offset = end``. Its score is its number of matches
-     (``scoring="matches"``, Lucene's ``SimpleFieldFragList``, the default), or, opt-in
-     (``scoring="terms"``), its number of distinct query terms plus
-     ``matches / (max_matches + 1)`` (distinct terms first, then matches).
+     and ``start_offset = end``. Its score is, by default (``scoring="terms"``), its
+     number of distinct query terms plus ``matches / (max_matches + 1)`` (distinct
+     terms first, then matches), so that a frequent term cannot crowd a rarer one out
+     of the chosen fragments; or, with ``scoring="matches"``, its number of matches
+     (Lucene's ``SimpleFieldFragList``, what Fess's search engine does).
   3. The ``number_of_fragments`` best fragments by score are kept (ties: earlier first),
      ordered by score (``order="score"``, Fess) or by position (``order="offset"``).
   4. Edges move to boundary characters (``SimpleBoundaryScanner``): the start moves left
@@ -74,7 +75,8 @@ FVH_MARGIN = 6
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HighlightConfig:
-    """Highlighter settings; the defaults are the ones Fess asks its search engine for.
+    """Highlighter settings; the defaults are the ones Fess asks its search engine for,
+    except ``scoring`` (distinct query terms first; ``"matches"`` is Lucene's).
 
     Args:
         fragment_size: characters per fragment (>= 18, Lucene's minimum for margin 6);
@@ -82,8 +84,9 @@ class HighlightConfig:
         number_of_fragments: passages kept per pair (>= 1).
         highlighter: ``"fvh"`` (FastVectorHighlighter) or ``"unified"`` (sentences, BM25).
         order: ``"score"`` (best first, Fess) or ``"offset"`` (document order).
-        scoring: ``"fvh"`` fragment score: ``"matches"`` (Lucene, the default) or
-            ``"terms"`` (distinct query terms first; passages cover more of the query).
+        scoring: ``"fvh"`` fragment score: ``"terms"`` (the default: distinct query
+            terms first, then matches; passages cover more of the query) or
+            ``"matches"`` (match count, Lucene's ``SimpleFieldFragList`` as in Fess).
         boundary_chars: characters fragment edges move to (tab, newline, U+0013, space).
         boundary_max_scan: how far an edge may move, in characters (>= 0).
         max_matches: matches considered per pair, first in text order (>= 1; Lucene's
@@ -101,7 +104,7 @@ class HighlightConfig:
     number_of_fragments: int = 5
     highlighter: HighlighterMode = "fvh"
     order: HighlightOrder = "score"
-    scoring: FragmentScoring = "matches"
+    scoring: FragmentScoring = "terms"
     boundary_chars: str = "\t\n\x13 "
     boundary_max_scan: int = 20
     max_matches: int = 256

@@ -48,12 +48,12 @@ def find_matches(content: str, terms: list[str], limit: int) -> list[Match]:
 
 
 def fvh_fragments(
-    matches: list[Match], size: int, scoring: str = "matches", cap: int = 256
+    matches: list[Match], size: int, scoring: str = "terms", cap: int = 256
 ) -> list[Span]:
     """Lucene ``BaseFragListBuilder.createFieldFragList`` (margin 6).
 
-    Score: the fragment's matches (``"matches"``), or its distinct terms plus
-    ``matches / (cap + 1)`` (``"terms"``).
+    Score: the fragment's distinct terms plus ``matches / (cap + 1)`` (``"terms"``),
+    or its matches (``"matches"``).
     """
     fragments: list[Span] = []
     offset, i = 0, 0

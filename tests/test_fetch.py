@@ -413,6 +413,24 @@ def test_cli_sizes_and_options(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("scoring", "expected"),
+    [([], "lift wing"), (["--scoring", "terms"], "lift wing"), (["--scoring", "matches"], "lift")],
+    ids=["default", "terms", "matches"],
+)
+def test_cli_scoring(tmp_path: Path, scoring: list[str], expected: str) -> None:
+    # one fragment: three "lift" (matches wins) or "lift" and "wing" (terms wins)
+    content = "lift lift lift" + " " * 60 + "lift wing" + " " * 60
+    _requests([(1, "lift wing", 1)]).write_csv(tmp_path / "r.csv")
+    _docs({1: content}).write_parquet(tmp_path / "d.parquet")
+    out = tmp_path / "o.parquet"
+    options = ["--threshold", "10", "--fragment-size", "20", "--fragments", "1", *scoring]
+    argv = ["fetch", str(tmp_path / "r.csv"), str(tmp_path / "d.parquet"), "-o", str(out)]
+    assert main([*argv, *options]) == 0
+    words = pl.read_parquet(out)["content"].str.extract_all(r"\w+").list.unique(maintain_order=True)
+    assert " ".join(words[0]) == expected
+
+
+@pytest.mark.parametrize(
     ("extra", "message"),
     [
         (["--threshold", "-5"], "error: fulltext_threshold must be >= 0, got -5\n"),
