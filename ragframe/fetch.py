@@ -215,7 +215,8 @@ def fetch(
     pairs = req.join(docs, on=c.DOC_ID, how="inner", maintain_order="left")
     pairs = pairs.join(lengths, on=c.DOC_ID, how="left", maintain_order="left")
     pairs = pairs.with_columns(_planned(cfg.fulltext_threshold).alias(c.TMP + "planned"))
-    work = pairs.filter(c.TMP + "planned").select(c.QUERY, c.DOC_ID).unique()
+    work = pairs.filter(c.TMP + "planned").select(c.QUERY, c.DOC_ID)
+    work = work.unique(maintain_order=True)  # one order: the plan reads it more than once
     found = passages_per_pair(work.with_row_index(PAIR), docs, cfg.highlight_config)
     found = found.select(c.QUERY, c.DOC_ID, HIGHLIGHT)
     pairs = pairs.join(found, on=[c.QUERY, c.DOC_ID], how="left", maintain_order="left")
