@@ -19,10 +19,11 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
+from ragframe._boundary import ORDER, boundary_kernel
+from ragframe._boundary import SCHEMA as BOUNDARY_SCHEMA
 from ragframe._passages import (
     END,
     FRAGMENT,
-    LENGTH,
     PAIR,
     SCORE,
     START,
@@ -31,8 +32,7 @@ from ragframe._passages import (
     pair_matches,
     top_passages,
 )
-from ragframe._tokenizer import IS_WORD, RUN
-from ragframe._tokens import rust_char_class
+from ragframe._tokenizer import RUN
 
 if TYPE_CHECKING:
     from ragframe.highlight import HighlightConfig
@@ -115,50 +115,19 @@ def fragment_kernel(
     return pl.DataFrame({PAIR: pair[heads], START: starts, END: ends, SCORE: score}, schema=_SCHEMA)
 
 
-def _boundary_start(content: pl.Expr, start: pl.Expr, chars: str, scan: int) -> pl.Expr:
-    """``SimpleBoundaryScanner.findStartOffset``."""
-    width = pl.min_horizontal(start, pl.lit(scan, pl.Int64))
-    if chars:
-        cls = rust_char_class(chars)
-        window = content.str.slice(start - width, width)
-        tail = window.str.extract(f"[{cls}]([^{cls}]*)$", 1).str.len_chars().cast(pl.Int64)
-    else:
-        tail = pl.lit(None, pl.Int64)
-    return (
-        pl.when(tail.is_not_null())
-        .then(start - tail)
-        .when(start <= scan)
-        .then(pl.lit(0, pl.Int64))
-        .otherwise(start)
-    )
-
-
-def _boundary_end(
-    content: pl.Expr, end: pl.Expr, length: pl.Expr, chars: str, scan: int
-) -> pl.Expr:
-    """``SimpleBoundaryScanner.findEndOffset``, the end clamped to the text."""
-    if chars:
-        cls = rust_char_class(chars)
-        window = content.str.slice(end, scan)
-        head = window.str.extract(f"^([^{cls}]*)[{cls}]", 1).str.len_chars().cast(pl.Int64)
-    else:
-        head = pl.lit(None, pl.Int64)
-    return (
-        pl.when(end >= length).then(length).when(head.is_not_null()).then(end + head).otherwise(end)
-    )
-
-
 def fvh_passages(
     work: pl.LazyFrame,
     docs: pl.LazyFrame,
-    runs: pl.LazyFrame,
+    candidates: pl.LazyFrame,
     terms: pl.LazyFrame,
     config: HighlightConfig,
 ) -> pl.LazyFrame:
-    """``__rf_pair, start, end, score, __rf_fragment``: the chosen fragments, in order."""
-    tokens = runs.filter(IS_WORD).select(
-        c.DOC_ID, pl.col(RUN).str.to_lowercase().alias(TOKEN), START, END
-    )
+    """``__rf_pair, start, end, score, __rf_fragment``: the chosen fragments, in order.
+
+    ``candidates``: ``doc_id, __rf_run, start, end``, the document tokens that may
+    match (a superset of the matches; :func:`ragframe._passages.document_candidates`).
+    """
+    tokens = candidates.select(c.DOC_ID, pl.col(RUN).str.to_lowercase().alias(TOKEN), START, END)
     matches = pair_matches(terms, tokens, config.max_matches)
     code = pl.col(TERM).rank("dense").cast(pl.Int64)
     matches = matches.select(PAIR, START, END, code.alias(CODE))
@@ -169,13 +138,13 @@ def fvh_passages(
         cap=config.max_matches,
     )
     fragments = matches.map_batches(kernel, schema=_SCHEMA)
-    chosen = top_passages(fragments, config).with_row_index(c.TMP + "order")
-    chosen = chosen.join(work.select(PAIR, c.DOC_ID), on=PAIR).join(docs, on=c.DOC_ID)
-    content, chars, scan = pl.col(c.CONTENT), config.boundary_chars, config.boundary_max_scan
-    chosen = chosen.with_columns(
-        _boundary_start(content, pl.col(START), chars, scan).alias(START),
-        _boundary_end(content, pl.col(END), pl.col(LENGTH), chars, scan).alias(END),
+    chosen = top_passages(fragments, config).with_row_index(ORDER)
+    chosen = chosen.join(work.select(PAIR, c.DOC_ID), on=PAIR)
+    spans = chosen.group_by(c.DOC_ID).agg(ORDER, START, END)
+    spans = docs.select(c.DOC_ID, c.CONTENT).join(spans, on=c.DOC_ID)
+    kernel = partial(
+        boundary_kernel, boundary_chars=config.boundary_chars, scan=config.boundary_max_scan
     )
-    text = content.str.slice(pl.col(START), pl.col(END) - pl.col(START))
-    chosen = chosen.with_columns(text.alias(FRAGMENT)).sort(c.TMP + "order")
+    edges = spans.map_batches(kernel, schema=BOUNDARY_SCHEMA)
+    chosen = chosen.select(ORDER, PAIR, SCORE).join(edges, on=ORDER).sort(ORDER)
     return chosen.select(PAIR, START, END, SCORE, FRAGMENT)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ragframe import schema as c
+from ragframe._candidates import TERMS as DOC_TERMS
+from ragframe._candidates import candidate_schema, candidate_tokens
 from ragframe._tokenizer import run_schema, tokenize
 from ragframe._tokens import (
     ASCII_SPACE,
@@ -47,12 +49,21 @@ def needed_documents(work: pl.LazyFrame, documents: pl.LazyFrame) -> pl.LazyFram
     return docs.with_columns(pl.col(c.CONTENT).str.len_chars().cast(pl.Int64).alias(LENGTH))
 
 
-def document_runs(docs: pl.LazyFrame, words_only: bool) -> pl.LazyFrame:
-    """One row per run (token, or non-word run unless ``words_only``) with character
-    offsets ``start, end`` (:func:`ragframe._tokenizer.tokenize`, over whole buffers)."""
+def document_runs(docs: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per run (token or non-word run) with character offsets ``start, end``
+    (:func:`ragframe._tokenizer.tokenize`, over whole buffers)."""
     id_type = docs.collect_schema()[c.DOC_ID]
-    kernel = partial(tokenize, words_only=words_only)
+    kernel = partial(tokenize, words_only=False)
     return docs.select(c.DOC_ID, c.CONTENT).map_batches(kernel, schema=run_schema(id_type))
+
+
+def document_candidates(docs: pl.LazyFrame, terms: pl.LazyFrame) -> pl.LazyFrame:
+    """``doc_id, __rf_run, start, end``: the word tokens that may equal one of the terms
+    asked for in their document (:func:`ragframe._candidates.candidate_tokens`)."""
+    id_type = docs.collect_schema()[c.DOC_ID]
+    asked = terms.group_by(c.DOC_ID).agg(pl.col(TERM).unique().alias(DOC_TERMS))
+    frame = docs.select(c.DOC_ID, c.CONTENT).join(asked, on=c.DOC_ID)
+    return frame.map_batches(candidate_tokens, schema=candidate_schema(id_type))
 
 
 def pair_terms(work: pl.LazyFrame) -> pl.LazyFrame:

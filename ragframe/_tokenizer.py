@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -51,22 +52,59 @@ def classes() -> npt.NDArray[np.uint8]:
     return table
 
 
+class Buffer(NamedTuple):
+    """A string column's UTF-8 bytes, end to end, and where its characters are."""
+
+    data: npt.NDArray[np.uint8]
+    doc_bytes: Ints
+    """Byte offset of each row, then the end (``len + 1`` entries)."""
+    lead: Ints
+    """Positions of the lead bytes of multi-byte characters."""
+    cont_at: Ints
+    """Positions of continuation bytes."""
+
+
+def content_buffer(column: pl.Series) -> Buffer:
+    """The :class:`Buffer` of a string column without nulls (one copy at most)."""
+    array = column.to_arrow().cast(pa.large_string())
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if len(array) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Buffer(np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64), empty, empty)
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    data = np.frombuffer(array.buffers()[2] or b"", dtype=np.uint8)[offsets[0] : offsets[-1]]
+    high = np.flatnonzero(data >= 0x80)
+    is_lead = data[high] >= 0xC0
+    return Buffer(data, offsets - offsets[0], high[is_lead], high[~is_lead])
+
+
+def char_width(lead: npt.NDArray[np.uint8]) -> Ints:
+    """UTF-8 length of the characters whose lead bytes are ``lead``."""
+    return np.where(lead >= 0xF0, 4, np.where(lead >= 0xE0, 3, 2)).astype(np.int64)
+
+
+def code_points(data: npt.NDArray[np.uint8], lead: Ints) -> Ints:
+    """Code points of the multi-byte characters whose lead bytes are at ``lead``."""
+    first = data[lead].astype(np.int64)
+    b1, b2, b3 = (data.take(lead + k, mode="clip").astype(np.int64) & 0x3F for k in (1, 2, 3))
+    two = ((first & 0x1F) << 6) | b1
+    three = ((first & 0x0F) << 12) | (b1 << 6) | b2
+    four = ((first & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3
+    points = np.where(first >= 0xF0, four, np.where(first >= 0xE0, three, two))
+    return np.minimum(points, 0x10FFFF)
+
+
 def _byte_classes(
-    data: npt.NDArray[np.uint8], cont: npt.NDArray[np.bool_]
+    data: npt.NDArray[np.uint8], cont: npt.NDArray[np.bool_], lead: Ints
 ) -> npt.NDArray[np.uint8]:
-    """The class of the character each byte belongs to (all 1-byte arrays but the few
-    multi-byte lead positions, which are decoded to code points)."""
+    """The class of the character each byte belongs to."""
     table = classes()
     kind = table[data]  # right for ASCII bytes; fixed below for multi-byte characters
-    lead = np.flatnonzero(data >= 0xC0)
     if lead.size:
-        first = data[lead].astype(np.int64)
-        b1, b2, b3 = (data.take(lead + k, mode="clip").astype(np.int64) & 0x3F for k in (1, 2, 3))
-        two = ((first & 0x1F) << 6) | b1
-        three = ((first & 0x0F) << 12) | (b1 << 6) | b2
-        four = ((first & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3
-        points = np.where(first >= 0xF0, four, np.where(first >= 0xE0, three, two))
-        kind[lead] = table[np.minimum(points, 0x10FFFF)]
+        kind[lead] = table[code_points(data, lead)]
         for _ in range(3):  # continuation bytes take their lead's class (<= 3 per char)
             follow = np.flatnonzero(cont[1:]) + 1
             kind[follow] = kind[follow - 1]
@@ -92,14 +130,14 @@ def _edges(
     return starts, ends
 
 
-def _chars(positions: Ints, cont_at: Ints) -> Ints:
+def chars(positions: Ints, cont_at: Ints) -> Ints:
     """Character index of byte ``positions`` (bytes minus continuation bytes before)."""
     if not cont_at.size:
         return positions
     return positions - np.searchsorted(cont_at, positions)
 
 
-def _strings(data: npt.NDArray[np.uint8], starts: Ints, ends: Ints) -> pl.Series:
+def strings(data: npt.NDArray[np.uint8], starts: Ints, ends: Ints) -> pl.Series:
     """The byte ranges ``starts[i]:ends[i]`` of ``data`` as strings.
 
     Builds an Arrow ``string_view`` array over ``data`` itself (Polars' own string
@@ -124,7 +162,7 @@ def _strings(data: npt.NDArray[np.uint8], starts: Ints, ends: Ints) -> pl.Series
 
 
 def _compact_strings(data: npt.NDArray[np.uint8], starts: Ints, ends: Ints) -> pl.Series:
-    """:func:`_strings` for buffers of 2 GiB or more: copy the ranges into one buffer."""
+    """:func:`strings` for buffers of 2 GiB or more: copy the ranges into one buffer."""
     edges = np.zeros(data.size + 1, dtype=np.int8)
     edges[starts] += 1
     edges[ends] -= 1
@@ -155,27 +193,21 @@ def tokenize(docs: pl.DataFrame, words_only: bool) -> pl.DataFrame:
     word-character run, or one ideograph) and, unless ``words_only``, the non-word runs
     between them; their text is as in the document (not lower-cased).
     """
-    column = docs[c.CONTENT].to_arrow().cast(pa.large_string())
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[
-        column.offset : column.offset + len(column) + 1
-    ]
-    data = np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
-    doc_bytes = offsets - offsets[0]
-    cont = (data & 0xC0) == 0x80
-    kind = _byte_classes(data, cont)
+    buf = content_buffer(docs[c.CONTENT])
+    data, doc_bytes, cont_at = buf.data, buf.doc_bytes, buf.cont_at
+    cont = np.zeros(data.size, dtype=bool)
+    cont[cont_at] = True
+    kind = _byte_classes(data, cont, buf.lead)
     starts, ends = _edges(kind, cont, doc_bytes, words_only)
     doc = np.searchsorted(doc_bytes, starts, side="right") - 1
-    cont_at = np.flatnonzero(cont)
-    first_char = _chars(doc_bytes, cont_at)[doc]
-    text = _strings(data, starts, ends)
+    first_char = chars(doc_bytes, cont_at)[doc]
+    text = strings(data, starts, ends)
     return pl.DataFrame(
         {
             c.DOC_ID: docs[c.DOC_ID].gather(doc),
             RUN: text,
-            "start": _chars(starts, cont_at) - first_char,
-            "end": _chars(ends, cont_at) - first_char,
+            "start": chars(starts, cont_at) - first_char,
+            "end": chars(ends, cont_at) - first_char,
             IS_WORD: kind[starts] != NON_WORD,
         },
         schema=run_schema(docs.schema[c.DOC_ID]),

@@ -52,6 +52,7 @@ from ragframe._fvh import fvh_passages
 from ragframe._passages import (
     PAIR,
     assemble,
+    document_candidates,
     document_runs,
     needed_documents,
     pair_terms,
@@ -188,10 +189,12 @@ def passages_per_pair(
     ``doc_id`` of the same type as ``work``'s, and ``content``.
     """
     docs = needed_documents(work, documents)
-    runs = document_runs(docs, words_only=config.highlighter == "fvh")
     terms = pair_terms(work)
-    build = fvh_passages if config.highlighter == "fvh" else unified_passages
-    found = assemble(build(work, docs, runs, terms, config))
+    if config.highlighter == "fvh":
+        chosen = fvh_passages(work, docs, document_candidates(docs, terms), terms, config)
+    else:
+        chosen = unified_passages(work, docs, document_runs(docs), terms, config)
+    found = assemble(chosen)
     return work.join(found, on=PAIR, how="inner").drop(PAIR)
 
 
