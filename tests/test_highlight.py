@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragframe import ConfigError, HighlightConfig, SchemaError, highlight
+from ragframe._candidates import TERMS, candidate_tokens, word_tokens
+from ragframe._tokenizer import content_buffer, tokenize
 from ragframe._tokens import RUN_PY, RUN_RUST, TOKEN_PY, TOKEN_RUST, query_terms
 from ragframe.reference_fetch import (
     boundary_end,
@@ -279,6 +281,49 @@ def test_query_must_be_text() -> None:
         highlight(pairs, _docs("a"))
 
 
+# --- candidate tokens (the fvh prefilter) -------------------------------------------
+
+EDGE_TEXTS = [
+    UNICODE_SAMPLE,
+    "wing",  # documents ending in a token shorter than 8 bytes, back to back
+    "Wings",
+    "",
+    "WINGSPANNED wingspan Wingspans WINGS_1 wing",
+    "東京x é\u212aelvin KELVIN",
+    "a😀b x_y_z 123456789 ab",
+]
+
+
+def _candidate_frame(texts: list[str], terms: list[str]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"doc_id": list(range(len(texts))), "content": texts, TERMS: [terms] * len(texts)},
+        schema_overrides={TERMS: pl.List(pl.String)},
+    )
+
+
+def test_word_tokens_are_the_tokenizer_tokens() -> None:
+    docs = _candidate_frame(EDGE_TEXTS * 2, [])
+    starts, ends = word_tokens(content_buffer(docs["content"]))
+    data = content_buffer(docs["content"]).data
+    got = [bytes(data[s:e]).decode() for s, e in zip(starts, ends, strict=True)]
+    assert got == tokenize(docs.select("doc_id", "content"), True)["__rf_run"].to_list()
+
+
+@pytest.mark.parametrize(
+    "terms",
+    [["wing"], ["wingspan", "wings_1"], ["kelvin", "東"], ["123456789", "ab", "b"], []],
+    ids=["short", "long", "unicode", "digits", "none"],
+)
+def test_candidates_hold_every_match(terms: list[str]) -> None:
+    docs = _candidate_frame(EDGE_TEXTS * 2, terms)
+    runs = tokenize(docs.select("doc_id", "content"), True)
+    wanted = runs.filter(pl.col("__rf_run").str.to_lowercase().is_in(terms))
+    found = candidate_tokens(docs).join(wanted, on=["doc_id", "start", "end"], how="semi")
+    assert found.height == wanted.height
+    # ASCII tokens that cannot match are dropped
+    assert "WINGSPANNED" not in candidate_tokens(docs)["__rf_run"].to_list()
+
+
 # --- engine == reference ------------------------------------------------------------
 
 WORDS = [
@@ -296,6 +341,11 @@ WORDS = [
     "3",
     "½",
     "😀",
+    "Wingspan",  # long words sharing a prefix: the candidate filter keys 8 bytes
+    "WINGSPANS",
+    "wingspanned",
+    "\u212aelvin",  # Kelvin sign: lower-cases to the ASCII "kelvin"
+    "kelvin",
 ]
 SEPARATORS = [
     " ",
@@ -341,7 +391,7 @@ def _cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, HighlightConfig
         number_of_fragments=draw(st.integers(1, 4)),
         highlighter=draw(st.sampled_from(["fvh", "unified"])),
         order=draw(st.sampled_from(["score", "offset"])),
-        boundary_chars=draw(st.sampled_from(["\t\n\x13 ", "", " .", "-"])),
+        boundary_chars=draw(st.sampled_from(["\t\n\x13 ", "", " .", "-", "。\u3000"])),
         boundary_max_scan=draw(st.sampled_from([0, 3, 20])),
         max_matches=draw(st.sampled_from([1, 5, 256])),
     )
