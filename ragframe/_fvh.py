@@ -28,8 +28,8 @@ from ragframe._passages import (
     SCORE,
     START,
     TERM,
+    TERM_CODE,
     TOKEN,
-    pair_matches,
     top_passages,
 )
 from ragframe._tokenizer import RUN
@@ -39,13 +39,12 @@ if TYPE_CHECKING:
 
 MARGIN = 6
 _KEY = np.int64(1) << 32
-CODE = c.TMP + "code"
 _SCHEMA = {PAIR: pl.UInt32, START: pl.Int64, END: pl.Int64, SCORE: pl.Float64}
 
 Ints = npt.NDArray[np.int64]
 
 
-def _groups(pair: npt.NDArray[np.uint32]) -> tuple[Ints, Ints, Ints]:
+def _groups(pair: Ints) -> tuple[Ints, Ints, Ints]:
     """Group number of each match, and each group's first and past-the-last index."""
     new = np.empty(pair.size, dtype=bool)
     new[:1] = True
@@ -74,18 +73,30 @@ def _distinct_terms(group: Ints, code: Ints, first: Ints, last: Ints) -> Ints:
     return np.bincount(frag[new], minlength=first.size).astype(np.int64)
 
 
+def _first_matches(matches: pl.DataFrame, cap: int) -> tuple[Ints, Ints, Ints, Ints]:
+    """Pair, start, end and term code of matches sorted by (pair, start), the first
+    ``cap`` of each pair kept."""
+    pair = matches[PAIR].to_numpy().astype(np.int64)
+    start = matches[START].to_numpy().astype(np.int64)
+    order = np.argsort(pair * _KEY + start)
+    pair, start = pair[order], start[order]
+    end = matches[END].to_numpy().astype(np.int64)[order]
+    code = matches[TERM_CODE].to_numpy().astype(np.int64)[order]
+    group, head, _ = _groups(pair)
+    kept = np.flatnonzero(np.arange(pair.size) - head[group] < cap)
+    return pair[kept], start[kept], end[kept], code[kept]
+
+
 def fragment_kernel(
     matches: pl.DataFrame, fragment_size: int, scoring: str, cap: int
 ) -> pl.DataFrame:
     """Lucene ``BaseFragListBuilder.createFieldFragList`` for every pair at once.
 
-    ``matches`` holds ``__rf_pair, start, end, __rf_code`` (term code) sorted by (pair,
-    start); matches of a pair never overlap (they are distinct tokens). Returns
-    ``__rf_pair, start, end, score``.
+    ``matches`` holds ``__rf_pair, start, end, __rf_term_code`` in any order; matches
+    of a pair never overlap (they are distinct tokens). Only the first ``cap`` matches
+    of each pair in text order count. Returns ``__rf_pair, start, end, score``.
     """
-    pair = matches[PAIR].to_numpy()
-    start = matches[START].to_numpy().astype(np.int64)
-    end = matches[END].to_numpy().astype(np.int64)
+    pair, start, end, code = _first_matches(matches, cap)
     if pair.size == 0:
         return pl.DataFrame(schema=_SCHEMA)
     group, head, tail = _groups(pair)
@@ -110,7 +121,6 @@ def fragment_kernel(
     heads, starts, ends, firsts, lasts = (np.concatenate(p) for p in zip(*found, strict=True))
     score = (lasts - firsts + 1).astype(np.float64)
     if scoring == "terms":
-        code = matches[CODE].to_numpy().astype(np.int64)
         score = _distinct_terms(group, code, firsts, lasts) + score / (cap + 1)
     return pl.DataFrame({PAIR: pair[heads], START: starts, END: ends, SCORE: score}, schema=_SCHEMA)
 
@@ -128,9 +138,8 @@ def fvh_passages(
     match (a superset of the matches; :func:`ragframe._passages.document_candidates`).
     """
     tokens = candidates.select(c.DOC_ID, pl.col(RUN).str.to_lowercase().alias(TOKEN), START, END)
-    matches = pair_matches(terms, tokens, config.max_matches)
-    code = pl.col(TERM).rank("dense").cast(pl.Int64)
-    matches = matches.select(PAIR, START, END, code.alias(CODE))
+    found = terms.join(tokens, left_on=[c.DOC_ID, TERM], right_on=[c.DOC_ID, TOKEN])
+    matches = found.select(PAIR, START, END, TERM_CODE)
     kernel = partial(
         fragment_kernel,
         fragment_size=config.fragment_size,

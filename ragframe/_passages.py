@@ -30,12 +30,14 @@ if TYPE_CHECKING:
 PAIR = c.TMP + "pair"
 TOKEN = c.TMP + "token"
 TERM = c.TMP + "term"
+TERM_CODE = c.TMP + "term_code"
 START = "start"
 END = "end"
 SCORE = "score"
 LENGTH = c.TMP + "length"
 FRAGMENT = c.TMP + "fragment"
 TEXTS = c.TMP + "texts"
+LAST = c.TMP + "last"
 
 
 def needed_documents(work: pl.LazyFrame, documents: pl.LazyFrame) -> pl.LazyFrame:
@@ -67,14 +69,17 @@ def document_candidates(docs: pl.LazyFrame, terms: pl.LazyFrame) -> pl.LazyFrame
 
 
 def pair_terms(work: pl.LazyFrame) -> pl.LazyFrame:
-    """``__rf_pair, doc_id, __rf_term``: the distinct lower-cased query terms per pair."""
+    """``__rf_pair, doc_id, __rf_term, __rf_term_code``: the distinct lower-cased query
+    terms per pair, numbered from 0 within the pair."""
     terms = (
         pl.col(c.QUERY)
         .str.extract_all(TOKEN_RUST)
         .list.eval(pl.element().str.to_lowercase())
         .list.unique()
     )
-    frame = work.select(PAIR, c.DOC_ID, terms.alias(TERM)).explode(TERM)
+    frame = work.select(PAIR, c.DOC_ID, terms.alias(TERM))
+    code = pl.int_ranges(pl.col(TERM).list.len(), dtype=pl.Int64)
+    frame = frame.with_columns(code.alias(TERM_CODE)).explode(TERM, TERM_CODE)
     return frame.drop_nulls(TERM)
 
 
@@ -98,16 +103,22 @@ def top_passages(passages: pl.LazyFrame, config: HighlightConfig) -> pl.LazyFram
     return kept
 
 
-def _finish(texts: pl.Expr) -> pl.Expr:
+def _finish(texts: pl.Expr, last: pl.Expr) -> pl.Expr:
+    """Join the passages; append "..." unless the last one ends (ASCII whitespace aside)
+    with a sentence terminator. Every passage holds a word token, so the joined text
+    ends as its last passage does: only that one is searched."""
     joined = texts.list.join(ELLIPSIS)
     terminal = f"[{rust_char_class(SENTENCE_TERMINATORS)}][{rust_char_class(ASCII_SPACE)}]*$"
-    return pl.when(joined.str.contains(terminal)).then(joined).otherwise(joined + ELLIPSIS)
+    return pl.when(last.str.contains(terminal)).then(joined).otherwise(joined + ELLIPSIS)
 
 
 def assemble(passages: pl.LazyFrame) -> pl.LazyFrame:
     """``__rf_pair, passages, highlight`` from one row per chosen passage (in order)."""
     spans = pl.struct(pl.col(START), pl.col(END), pl.col(SCORE).cast(pl.Float64))
     grouped = passages.group_by(PAIR, maintain_order=True).agg(
-        spans.alias("passages"), pl.col(FRAGMENT).alias(TEXTS)
+        spans.alias("passages"),
+        pl.col(FRAGMENT).alias(TEXTS),
+        pl.col(FRAGMENT).last().alias(LAST),
     )
-    return grouped.select(PAIR, "passages", _finish(pl.col(TEXTS)).alias("highlight"))
+    highlight = _finish(pl.col(TEXTS), pl.col(LAST)).alias("highlight")
+    return grouped.select(PAIR, "passages", highlight)
