@@ -19,6 +19,8 @@ characters, as in :func:`ragframe._tokenizer.tokenize`, and the tokens are the s
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import numpy.typing as npt
 import polars as pl
@@ -48,6 +50,7 @@ _MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [2**64 - 1], dtype=np
 _MUL = np.uint64(0x9E3779B97F4A7C15)
 _MUL_LEN = np.uint64(0xC2B2AE3D27D4EB4F)
 _DOC_SHIFT = 24
+BLOCK_BYTES = 1 << 21
 """Keys mix ``doc << 24 | length``: lengths of 2**24 bytes or more may collide (safe)."""
 
 
@@ -97,64 +100,65 @@ def word_tokens(buf: Buffer) -> tuple[Ints, Ints]:
     return _split(edges[0::2], edges[1::2], cuts.astype(np.int64))
 
 
-def _keys(data: npt.NDArray[np.uint8], starts: Ints, lengths: Ints, doc: Ints) -> _U64:
-    """Hash of (document, byte length, first 8 bytes case-folded) of each ASCII word."""
+def _keys(data: npt.NDArray[np.uint8], starts: Ints, lengths: Ints, mix: _U64) -> _U64:
+    """Hash of (document, byte length, first 8 bytes case-folded) of each ASCII word at
+    the sorted byte ``starts``; ``mix`` holds ``document << 24`` and is overwritten."""
     if data.size < 8:
         data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
     words: _U64 = np.ndarray((data.size - 7,), dtype="<u8", buffer=data, strides=(1,))
-    near_end = np.flatnonzero(starts > data.size - 8)
-    key = words[np.minimum(starts, data.size - 8)]
-    if near_end.size:  # the last 7 bytes: read them from a padded copy
+    safe = int(np.searchsorted(starts, data.size - 8, side="right"))
+    key = np.empty(starts.size, dtype=np.uint64)
+    np.take(words, starts[:safe], out=key[:safe])
+    if safe < starts.size:  # the last 7 bytes: read them from a padded copy
         tail = np.concatenate([data[-8:], np.zeros(8, dtype=np.uint8)])
         ends = np.ndarray((9,), dtype="<u8", buffer=tail, strides=(1,))
-        key[near_end] = ends[starts[near_end] - (data.size - 8)]
+        key[safe:] = ends[starts[safe:] - (data.size - 8)]
     key |= _FOLD
-    key &= _MASKS[np.minimum(lengths, 8)]
+    key &= _MASKS.take(np.minimum(lengths, 8))
     key *= _MUL
-    mix = (doc << _DOC_SHIFT).view(np.uint64)
     mix |= lengths.view(np.uint64)
     mix *= _MUL_LEN
     key ^= mix
     return key
 
 
-def _doc_of(positions: Ints, doc_bytes: Ints) -> Ints:
-    """Document of each sorted byte position (from per-document counts, no search)."""
-    counts = np.diff(np.searchsorted(positions, doc_bytes))
-    return np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+def _doc_mix(counts: Ints, first: int) -> _U64:
+    """``document << 24`` for each of ``counts[d]`` items of each document ``d``."""
+    docs = (np.arange(first, first + counts.size, dtype=np.int64) << _DOC_SHIFT).view(np.uint64)
+    return np.repeat(docs, counts)
 
 
 def _term_table(terms: pl.Series) -> tuple[npt.NDArray[np.bool_], int]:
     """A slot table marking the hashed keys of each document's ASCII terms (``terms``:
     one list of lower-cased terms per document), and its size in bits."""
-    doc = np.repeat(np.arange(terms.len(), dtype=np.int64), terms.list.len().fill_null(0))
     values = terms.explode()
     ascii_ = (values.is_not_null() & ~values.str.contains(r"[^\x00-\x7F]")).to_numpy()
+    mix = _doc_mix(terms.list.len().fill_null(0).to_numpy().astype(np.int64), 0)[ascii_]
     buf = content_buffer(values.filter(ascii_))
-    keys = _keys(buf.data, buf.doc_bytes[:-1], np.diff(buf.doc_bytes), doc[ascii_])
+    keys = _keys(buf.data, buf.doc_bytes[:-1], np.diff(buf.doc_bytes), mix)
     bits = int(np.clip(np.ceil(np.log2(max(keys.size, 1) * 64)), 12, 26))
     table = np.zeros(1 << bits, dtype=bool)
-    table[keys >> np.uint64(64 - bits)] = True
+    table[(keys >> np.uint64(64 - bits)).view(np.int64)] = True
     return table, bits
 
 
-def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
-    """``doc_id, __rf_run, start, end``: the word tokens that may equal a term.
-
-    ``docs`` holds ``doc_id``, ``content`` (no nulls) and ``__rf_doc_terms`` (the
-    lower-cased terms asked for in the document). Token text is as in the document.
-    """
+def _block_candidates(
+    docs: pl.DataFrame, first: int, table: npt.NDArray[np.bool_], bits: int
+) -> pl.DataFrame:
+    """:func:`candidate_tokens` of the rows ``first, first + 1, ...`` of the frame."""
     buf = content_buffer(docs[c.CONTENT])
     starts, ends = word_tokens(buf)
-    doc = _doc_of(starts, buf.doc_bytes)
     lengths = ends - starts
-    table, bits = _term_table(docs[TERMS])
-    keep = table[_keys(buf.data, starts, lengths, doc) >> np.uint64(64 - bits)]
-    if buf.lead.size:  # tokens holding a multi-byte character are always kept
+    counts = np.diff(np.searchsorted(starts, buf.doc_bytes))
+    slot = _keys(buf.data, starts, lengths, _doc_mix(counts, first))
+    slot >>= np.uint64(64 - bits)
+    keep = table[slot.view(np.int64)]
+    if buf.lead.size and starts.size:  # tokens holding a multi-byte character: all kept
         run = np.searchsorted(starts, buf.lead, side="right") - 1
         keep[run[(run >= 0) & (buf.lead < ends[np.maximum(run, 0)])]] = True
     kept = np.flatnonzero(keep)
-    starts, ends, doc = starts[kept], ends[kept], doc[kept]
+    starts, ends = starts[kept], ends[kept]
+    doc = np.searchsorted(buf.doc_bytes, starts, side="right") - 1
     first_char = chars(buf.doc_bytes, buf.cont_at)[doc]
     return pl.DataFrame(
         {
@@ -164,6 +168,25 @@ def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
             "end": chars(ends, buf.cont_at) - first_char,
         },
         schema=candidate_schema(docs.schema[c.DOC_ID]),
+    )
+
+
+def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
+    """``doc_id, __rf_run, start, end``: the word tokens that may equal a term.
+
+    ``docs`` holds ``doc_id``, ``content`` (no nulls) and ``__rf_doc_terms`` (the
+    lower-cased terms asked for in the document). Token text is as in the document.
+    The content is processed in blocks of whole documents of about ``BLOCK_BYTES``, so
+    that the kernel's whole-array temporaries stay in the CPU cache.
+    """
+    if docs.height == 0:
+        return pl.DataFrame(schema=candidate_schema(docs.schema[c.DOC_ID]))
+    table, bits = _term_table(docs[TERMS])
+    sizes = np.cumsum(docs[c.CONTENT].str.len_bytes().to_numpy().astype(np.int64))
+    marks = np.searchsorted(sizes, np.arange(BLOCK_BYTES, sizes[-1], BLOCK_BYTES), side="right")
+    rows = np.unique(np.concatenate([[0], marks, [docs.height]])).tolist()
+    return pl.concat(
+        _block_candidates(docs.slice(lo, hi - lo), lo, table, bits) for lo, hi in pairwise(rows)
     )
 
 

@@ -320,6 +320,7 @@ def test_candidates_hold_every_match(terms: list[str]) -> None:
     wanted = runs.filter(pl.col("__rf_run").str.to_lowercase().is_in(terms))
     found = candidate_tokens(docs).join(wanted, on=["doc_id", "start", "end"], how="semi")
     assert found.height == wanted.height
+    assert candidate_tokens(_candidate_frame(["😀", "。"], terms)).height == 0  # no token at all
     # ASCII tokens that cannot match are dropped
     assert "WINGSPANNED" not in candidate_tokens(docs)["__rf_run"].to_list()
 
