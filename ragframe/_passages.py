@@ -1,8 +1,10 @@
-"""The highlighter's plan: documents -> runs -> matches -> passages -> joined text.
+"""The highlighter's plan: documents -> tokens -> matches -> passages -> joined text.
 
 Every function returns a LazyFrame; nothing is collected. Each needed document is
-tokenized once, whatever the number of queries that ask for it; matches for all pairs
-come from one join of (pair, term) rows with (document, token) rows.
+tokenized once, whatever the number of queries that ask for it (``fvh`` keeps only the
+candidate tokens that may equal a term asked for in the document, see
+:mod:`ragframe._candidates`; ``unified`` keeps every run, for its sentences); matches
+for all pairs come from one join of (pair, term) rows with (document, token) rows.
 """
 
 from __future__ import annotations
