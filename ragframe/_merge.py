@@ -12,9 +12,9 @@ import polars as pl
 from ragframe import _blocks as k
 from ragframe import _offsets as o
 from ragframe import schema as c
-from ragframe._overlap import cut_positions, overlap_lengths
+from ragframe._overlap import contains_expr, cut_positions, overlap_lengths
 from ragframe._select import ENTITY, NORM, POS, ROW, SIM, TYPE, segment_index
-from ragframe._text import COLLAPSE_PATTERN, JAVA_WHITESPACE, contains_literal
+from ragframe._text import COLLAPSE_PATTERN, JAVA_WHITESPACE
 from ragframe.schema import TMP
 
 SEQ = f"{TMP}seq"
@@ -119,7 +119,7 @@ def _kernel_input() -> pl.Expr:
     risky = (
         (pl.col(_PREV_TEXT) == "")
         | (pl.col(_PREV_NORM) == "")
-        | contains_literal(pl.when(gap_ok).then(pl.col(NORM)).str.slice(1), pl.col(_PREV_NORM))
+        | contains_expr(pl.when(gap_ok).then(pl.col(NORM)).str.slice(1), pl.col(_PREV_NORM))
     )
     return pl.struct(
         pl.col(GROUP).alias(k.GROUP),

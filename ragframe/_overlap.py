@@ -18,6 +18,7 @@ Java-whitespace run counts as one) is vectorized the same way.
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +34,27 @@ _BASE_INV = np.uint64(pow(int(_BASE), -1, 2**64))
 
 I64 = npt.NDArray[np.int64]
 U32 = npt.NDArray[np.uint32]
+Codes = npt.NDArray[Any]
+"""Code points (uint32) or UTF-8 bytes (uint8): the span kernels work on either."""
 U64 = npt.NDArray[np.uint64]
+
+
+def utf8(texts: pl.Series) -> tuple[npt.NDArray[np.uint8], I64]:
+    """UTF-8 bytes of all strings, concatenated, and each string's start offset.
+
+    Nulls count as empty strings. Offsets have ``len(texts) + 1`` entries.
+    """
+    arr = texts.fill_null("").to_arrow()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    arr = arr.cast(pa.large_string())
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[
+        arr.offset : arr.offset + len(arr) + 1
+    ]
+    if len(arr) == 0 or arr.buffers()[2] is None:
+        return np.zeros(0, dtype=np.uint8), np.zeros(len(arr) + 1, dtype=np.int64)
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    return data, offsets - offsets[0]
 
 
 def codepoints(texts: pl.Series) -> tuple[U32, I64]:
@@ -41,34 +62,34 @@ def codepoints(texts: pl.Series) -> tuple[U32, I64]:
 
     Nulls count as empty strings. Offsets have ``len(texts) + 1`` entries.
     """
-    filled = texts.fill_null("")
-    lengths = filled.str.len_chars().to_numpy().astype(np.int64, copy=False)
-    offsets = np.zeros(len(filled) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    arr = filled.to_arrow()
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    arr = arr.cast(pa.large_string())
-    if len(arr) == 0:
-        return np.zeros(0, dtype=np.uint32), offsets
-    byte_offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)
-    lo, hi = byte_offsets[arr.offset], byte_offsets[arr.offset + len(arr)]
-    raw = arr.buffers()[2].to_pybytes()[lo:hi] if arr.buffers()[2] is not None else b""
-    codes = np.frombuffer(raw.decode("utf-8").encode("utf-32-le"), dtype=np.uint32)
-    return codes, offsets
+    data, byte_off = utf8(texts)
+    lead = (data & 0xC0) != 0x80  # first byte of each character
+    offsets = np.concatenate(([0], np.cumsum(lead)))[byte_off]
+    codes = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-32-le"), dtype=np.uint32)
+    return codes, offsets.astype(np.int64)
 
 
-def _prefix_hashes(codes: U32) -> tuple[U64, U64]:
+_POWERS: list[U64] = [np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64)]
+
+
+def _power_tables(n: int) -> tuple[U64, U64]:
+    """``B**k`` and ``B**-k`` for k in 0..n, computed once and grown by doubling."""
+    if len(_POWERS[0]) <= n:
+        size = max(n + 1, 2 * len(_POWERS[0]))
+        for i, base in enumerate((_BASE, _BASE_INV)):
+            table = np.empty(size, dtype=np.uint64)
+            table[0] = 1
+            np.cumprod(np.full(size - 1, base, dtype=np.uint64), out=table[1:])
+            _POWERS[i] = table
+    return _POWERS[0], _POWERS[1]
+
+
+def _prefix_hashes(codes: Codes) -> tuple[U64, U64]:
     """Prefix sums ``S[k] = sum(c[j] * B**-j for j < k)`` and powers ``P[k] = B**k``."""
     n = len(codes)
-    powers = np.empty(n + 1, dtype=np.uint64)
-    powers[0] = 1
-    np.cumprod(np.full(n, _BASE, dtype=np.uint64), out=powers[1:])
-    inv = np.empty(n + 1, dtype=np.uint64)
-    inv[0] = 1
-    np.cumprod(np.full(n, _BASE_INV, dtype=np.uint64), out=inv[1:])
+    powers, inv = _power_tables(n)
     sums = np.zeros(n + 1, dtype=np.uint64)
-    np.cumsum(codes.astype(np.uint64) * inv[:n], out=sums[1:])
+    np.cumsum(codes * inv[:n], out=sums[1:])
     return sums, powers
 
 
@@ -110,25 +131,50 @@ def overlap_lengths(existing: pl.Series, following: pl.Series) -> I64:
     return result
 
 
+def _anchors(codes: Codes, off: I64, first: Codes) -> tuple[I64, I64]:
+    """(row, position) of every character in row's text equal to ``first[row]``."""
+    owner = np.repeat(np.arange(len(off) - 1, dtype=np.int64), np.diff(off))
+    pos = np.flatnonzero(codes == first[owner])
+    return owner[pos], pos
+
+
+def _same_spans(
+    a: Codes, a_start: I64, b: Codes, b_start: I64, length: I64
+) -> npt.NDArray[np.bool_]:
+    """Span equality. The first 16 characters are compared directly (most unequal spans
+    stop there); the rest directly when short in total, else by hash."""
+    same = _equal_spans(a, a_start, b, b_start, np.minimum(length, 16))
+    rows = np.flatnonzero(same & (length > 16))
+    rest = length[rows] - 16
+    if rest.sum() <= len(a) + len(b):
+        same[rows] = _equal_spans(a, a_start[rows] + 16, b, b_start[rows] + 16, rest)
+    else:
+        a_sums, a_pow = _prefix_hashes(a)
+        b_sums, b_pow = _prefix_hashes(b)
+        same[rows] = _hash(a_sums, a_pow, a_start[rows], length[rows]) == _hash(
+            b_sums, b_pow, b_start[rows], length[rows]
+        )
+    return same
+
+
 def _overlap_batch(existing: pl.Series, following: pl.Series) -> I64:
     e_codes, e_off = codepoints(existing)
     n_codes, n_off = codepoints(following)
-    e_len = np.diff(e_off)
-    top = np.minimum(e_len, np.diff(n_off))
-    result = np.zeros(len(top), dtype=np.int64)
-    e_sums, e_pow = _prefix_hashes(e_codes)
-    n_sums, n_pow = _prefix_hashes(n_codes)
-    owner, length = _grid(np.arange(len(top), dtype=np.int64), top)
-    e_start = e_off[owner] + e_len[owner] - length
+    top = np.minimum(np.diff(e_off), np.diff(n_off))
+    # an overlap of length L starts where existing holds following's first character
+    owner, start = _anchors(e_codes, e_off, n_codes[n_off[:-1]])
+    length = e_off[owner + 1] - start
     n_start = n_off[owner]
-    keep = (e_codes[e_start] == n_codes[n_start]) & (
-        e_codes[e_start + length - 1] == n_codes[n_start + length - 1]
+    keep = (length >= MIN_OVERLAP) & (length <= top[owner])
+    keep[keep] = (
+        e_codes[start[keep] + length[keep] - 1] == n_codes[n_start[keep] + length[keep] - 1]
     )
-    owner, length, e_start, n_start = owner[keep], length[keep], e_start[keep], n_start[keep]
-    same = _hash(e_sums, e_pow, e_start, length) == _hash(n_sums, n_pow, n_start, length)
+    owner, start, length, n_start = owner[keep], start[keep], length[keep], n_start[keep]
+    same = _same_spans(e_codes, start, n_codes, n_start, length)
     owner, length = owner[same], length[same]
-    # entries are ordered by pair, then by decreasing L: the first one per pair wins
-    first = np.concatenate(([True], owner[1:] != owner[:-1])) if len(owner) else owner
+    # anchors are ordered by pair, then by position (decreasing L): the first one wins
+    first = np.concatenate(([True], owner[1:] != owner[:-1])) if len(owner) else owner > 0
+    result = np.zeros(len(top), dtype=np.int64)
     result[owner[first]] = length[first]
     _verify(result, e_codes, e_off, n_codes, n_off, existing, following)
     return result
@@ -145,15 +191,9 @@ def _verify(
 ) -> None:
     """Check each hashed match character by character; recompute false ones exactly."""
     pairs = np.flatnonzero(result)
-    if len(pairs) == 0:
-        return
     length = result[pairs]
-    first = np.repeat(np.cumsum(length) - length, length)
-    step = np.arange(int(length.sum()), dtype=np.int64) - first
-    e_idx = np.repeat(e_off[pairs + 1] - length, length) + step
-    n_idx = np.repeat(n_off[pairs], length) + step
-    bad = np.add.reduceat(e_codes[e_idx] != n_codes[n_idx], np.cumsum(length) - length) > 0
-    for pair in pairs[bad]:  # a 64-bit hash collision: practically never
+    good = _equal_spans(e_codes, e_off[pairs + 1] - length, n_codes, n_off[pairs], length)
+    for pair in pairs[~good]:  # a 64-bit hash collision: practically never
         result[pair] = _exact_overlap(existing[int(pair)] or "", following[int(pair)] or "")
 
 
@@ -189,3 +229,85 @@ def cut_positions(texts: pl.Series, units: I64) -> I64:
     pos = lengths.copy()
     pos[inside] = starts[first_unit[inside] + units[inside]] - off[:-1][inside]
     return pos
+
+
+def contains(haystacks: pl.Series, needles: pl.Series) -> npt.NDArray[np.bool_]:
+    """Row-wise ``needle in haystack`` for many pairs at once (nulls: False).
+
+    Same technique as :func:`overlap_lengths`: every start position of every pair is a
+    grid entry, filtered by first and last character, compared by hash, and each hit
+    verified character by character. Needles of chunk size in chunks of similar size
+    make a tiny grid; unlike Polars' literal ``str.contains`` there is no per-row regex
+    to compile and no pattern size limit.
+    """
+    valid = (haystacks.is_not_null() & needles.is_not_null()).to_numpy()
+    h_len = haystacks.fill_null("").str.len_bytes().to_numpy().astype(np.int64)
+    n_len = needles.fill_null("").str.len_bytes().to_numpy().astype(np.int64)
+    result: npt.NDArray[np.bool_] = valid & (n_len == 0)
+    rows = np.flatnonzero(valid & (n_len > 0) & (n_len <= h_len))
+    if len(rows):
+        for batch in _batches(rows, h_len[rows] - n_len[rows] + 1):
+            result[batch] = _contains_batch(haystacks.gather(batch), needles.gather(batch))
+    return result
+
+
+def _contains_batch(haystacks: pl.Series, needles: pl.Series) -> npt.NDArray[np.bool_]:
+    # on UTF-8 bytes: a valid UTF-8 needle can only match at a character boundary
+    h_codes, h_off = utf8(haystacks)
+    n_codes, n_off = utf8(needles)
+    n_len = np.diff(n_off)
+    slack = np.diff(h_off) - n_len + 1
+    if 8 * slack.sum() < len(h_codes):  # needles nearly as long as their haystacks
+        owner, pos = _grid_positions(slack)
+        start = h_off[owner] + pos
+    else:  # anchor on the needle's second character (padded needles start with a space)
+        k = np.minimum(n_len - 1, 1)
+        owner, start = _anchors(h_codes, h_off, n_codes[n_off[:-1] + k])
+        start -= k[owner]
+    length = n_len[owner]
+    keep = (start >= h_off[owner]) & (start + length <= h_off[owner + 1])
+    keep[keep] = (
+        h_codes[start[keep] + length[keep] - 1] == n_codes[n_off[owner[keep]] + length[keep] - 1]
+    )
+    owner, start, length = owner[keep], start[keep], length[keep]
+    same = _same_spans(h_codes, start, n_codes, n_off[owner], length)
+    owner, start = owner[same], start[same]
+    first = np.concatenate(([True], owner[1:] != owner[:-1])) if len(owner) else owner > 0
+    found = np.zeros(len(n_len), dtype=bool)
+    hit_rows, hit_starts = owner[first], start[first]
+    found[hit_rows] = _equal_spans(h_codes, hit_starts, n_codes, n_off[hit_rows], n_len[hit_rows])
+    for row in hit_rows[~found[hit_rows]]:  # a hash collision: recheck exactly
+        found[row] = (needles[int(row)] or "") in (haystacks[int(row)] or "")
+    return found
+
+
+def _grid_positions(counts: I64) -> tuple[I64, I64]:
+    """Entries (row, position) for positions 0 .. counts-1 of each row."""
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    return owner, np.arange(len(owner), dtype=np.int64) - first
+
+
+def _equal_spans(
+    a: Codes, a_start: I64, b: Codes, b_start: I64, length: I64
+) -> npt.NDArray[np.bool_]:
+    """Whether ``a[a_start:+length] == b[b_start:+length]`` for each span, directly."""
+    owner, step = _grid_positions(length)
+    differ = a[a_start[owner] + step] != b[b_start[owner] + step]
+    mismatches = np.bincount(owner, weights=differ, minlength=len(length))
+    same: npt.NDArray[np.bool_] = mismatches == 0
+    return same
+
+
+def _contains_kernel(batch: pl.Series) -> pl.Series:
+    parts = batch.struct.unnest()
+    found = contains(parts["haystack"], parts["needle"])
+    missing = (parts["haystack"].is_null() | parts["needle"].is_null()).to_numpy()
+    return pl.Series(batch.name, found, dtype=pl.Boolean).set(pl.Series(missing), None)
+
+
+def contains_expr(haystack: pl.Expr, needle: pl.Expr) -> pl.Expr:
+    """Row-wise ``needle in haystack`` as an expression (null if either is null)."""
+    return pl.struct(haystack.alias("haystack"), needle.alias("needle")).map_batches(
+        _contains_kernel, return_dtype=pl.Boolean, is_elementwise=True
+    )

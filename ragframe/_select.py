@@ -14,7 +14,8 @@ from __future__ import annotations
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._text import contains_literal, normalize_expr
+from ragframe._overlap import contains_expr
+from ragframe._text import normalize_expr
 from ragframe.schema import TMP
 
 ROW = f"{TMP}row"
@@ -29,6 +30,7 @@ _RANK = f"{TMP}sel_rank"
 _KEEP = f"{TMP}keep"
 _SURE = f"{TMP}sure"
 _PARTNERED = f"{TMP}partnered"
+_HIT = f"{TMP}hit"
 ENTITY_KEY = (c.QUERY_ID, c.ENTITY_ID, c.ENTITY_TYPE)
 
 
@@ -84,8 +86,10 @@ def _repeated(reach: pl.LazyFrame) -> pl.LazyFrame:
         .filter(
             (pl.col(POS) < pl.col(f"{POS}_c"))
             & (pl.col(SIM) >= pl.col(f"{SIM}_c"))
-            & contains_literal(padded, padded_c)
+            & (pl.col(NORM).str.len_bytes() >= pl.col(f"{NORM}_c").str.len_bytes())
         )
+        .with_columns(contains_expr(padded, padded_c).alias(_HIT))
+        .filter(_HIT)
         .select(pl.col(f"{ROW}_c").alias(ROW))
         .unique()
     )

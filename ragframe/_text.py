@@ -90,30 +90,3 @@ def truncate(text: str, limit: int) -> str:
             cut = pos
             break
     return java_trim(text[:cut])
-
-
-# Polars compiles even a literal pattern into a size-limited regex; longer needles are
-# tested with Python's substring search instead (rare: only chunks of several KB).
-_LITERAL_LIMIT = 4096
-
-
-def _contains_long(batch: pl.Series) -> pl.Series:
-    """Kernel: ``needle in haystack`` for the rows that carry a (long) needle."""
-    parts = batch.struct.unnest()
-    haystack, needle = parts["haystack"], parts["needle"]
-    rows = needle.is_not_null().arg_true()
-    found: list[bool | None] = [None] * len(batch)
-    pairs = zip(haystack.gather(rows).to_list(), needle.gather(rows).to_list(), strict=True)
-    for row, (hay, nee) in zip(rows.to_list(), pairs, strict=True):
-        found[row] = hay is not None and nee in hay
-    return pl.Series(batch.name, found, dtype=pl.Boolean)
-
-
-def contains_literal(haystack: pl.Expr, needle: pl.Expr) -> pl.Expr:
-    """Row-wise ``needle in haystack`` (null if either is null), for needles of any size."""
-    short = needle.str.len_bytes() <= _LITERAL_LIMIT
-    fast = haystack.str.contains(pl.when(short).then(needle), literal=True)
-    slow = pl.struct(
-        haystack.alias("haystack"), pl.when(~short).then(needle).alias("needle")
-    ).map_batches(_contains_long, return_dtype=pl.Boolean, is_elementwise=True)
-    return pl.when(short).then(fast).otherwise(slow)
