@@ -10,15 +10,20 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import polars as pl
 
+from ragframe import io
 from ragframe import schema as c
+from ragframe.chunk import chunk
 from ragframe.errors import RagframeError
 from ragframe.io import scan_table, table_format, write_table
 from ragframe.postprocess import PostprocessConfig, postprocess
+from ragframe.schema import DOC_ID, TEXT, TRUNCATED
+from ragframe.window import WindowConfig, assemble, windows
 
 Runner = Callable[[argparse.Namespace], dict[str, Any]]
 
@@ -154,7 +159,202 @@ def _run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_postprocess]
+def _add_window_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="output table; the format comes from the extension (.parquet, .arrow, .csv, .jsonl)",
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        required=True,
+        metavar="N",
+        help="largest window, in characters (Unicode code points), >= 1",
+    )
+    parser.add_argument(
+        "--overlap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="characters each window shares with the previous one, 0 <= N < --window "
+        "(default 0); windows start every (window - overlap) characters",
+    )
+
+
+@contextmanager
+def _polars_errors(source: str) -> Iterator[None]:
+    """Turn a Polars error while reading or processing ``source`` into one line."""
+    try:
+        yield
+    except pl.exceptions.PolarsError as exc:
+        lines = str(exc).strip().splitlines()
+        raise RagframeError(
+            f"cannot process {source}: {lines[0] if lines else type(exc).__name__}"
+        ) from exc
+
+
+def _write(result: pl.DataFrame, path: str) -> None:
+    """Write atomically; an unwritable target is a RagframeError, not a traceback."""
+    try:
+        io.write_table(result, path)
+    except OSError as exc:
+        raise RagframeError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _collect(plan: pl.LazyFrame, count: pl.LazyFrame) -> tuple[pl.DataFrame, int]:
+    """Collect the result and the input document count in one run."""
+    result, counted = pl.collect_all([plan, count])
+    return result, int(counted.item())
+
+
+def _add_window(sub: Any) -> None:
+    parser = sub.add_parser(
+        "window",
+        help="cut documents made of sections into overlapping character windows",
+        description="Render each document's sections (title line, then text; sections "
+        "joined by a blank line, in section_index order) and cut the result into "
+        "windows of --window characters overlapping by --overlap. Input columns: "
+        "doc_id, section_index, text, optional title. Output: doc_id, window_index, "
+        "start_char, end_char, text; with --single: doc_id, text, truncated.",
+    )
+    parser.add_argument("sections", metavar="SECTIONS", help="input table of sections")
+    _add_window_options(parser)
+    parser.add_argument(
+        "--single",
+        action="store_true",
+        help="the seed's single window per document: the first --window characters "
+        "of the rendered document, with a truncated flag",
+    )
+    parser.set_defaults(run=_run_window)
+
+
+def _run_window(args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``window``; ``characters`` counts the characters written in ``text``."""
+    config = WindowConfig(window_chars=args.window, overlap_chars=args.overlap)
+    sections = io.scan_table(args.sections)
+    with _polars_errors(args.sections):
+        plan = assemble(sections, config) if args.single else windows(sections, config)
+        result, documents = _collect(plan, sections.select(pl.col(DOC_ID).n_unique()))
+    _write(result, args.output)
+    summary: dict[str, Any] = {"documents": documents}
+    if args.single:
+        summary["truncated"] = int(result[TRUNCATED].sum())
+    else:
+        summary["windows"] = result.height
+    summary["characters"] = int(result[TEXT].str.len_chars().sum())
+    summary["output"] = args.output
+    return summary
+
+
+def _add_chunk(sub: Any) -> None:
+    parser = sub.add_parser(
+        "chunk",
+        help="cut raw documents into overlapping character chunks with offsets",
+        description="Cut each document's content into chunks of --window characters "
+        "overlapping by --overlap (the last chunk ends at the end of the content; "
+        "empty documents have no chunks). Input columns: doc_id, content (others are "
+        "dropped). Output: doc_id, chunk_index, start_char, end_char, text.",
+    )
+    parser.add_argument("documents", metavar="DOCUMENTS", help="input table of documents")
+    _add_window_options(parser)
+    parser.set_defaults(run=_run_chunk)
+
+
+def _run_chunk(args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``chunk``; ``characters`` counts the characters written in ``text``."""
+    config = WindowConfig(window_chars=args.window, overlap_chars=args.overlap)
+    documents = io.scan_table(args.documents)
+    with _polars_errors(args.documents):
+        result, count = _collect(chunk(documents, config), documents.select(pl.len()))
+    _write(result, args.output)
+    return {
+        "documents": count,
+        "chunks": result.height,
+        "characters": int(result[TEXT].str.len_chars().sum()),
+        "output": args.output,
+    }
+
+
+def _add_fetch(sub: Any) -> None:
+    from ragframe.fetch import FetchConfig
+
+    d = FetchConfig()
+    p = sub.add_parser(
+        "fetch",
+        help="full text for small documents, query-relevant passages for large ones",
+        description="Give each (query, document) request its LLM content (SPEC section 2).",
+    )
+    p.add_argument("requests", metavar="REQUESTS", help="query_id, query, doc_id [, rank]")
+    p.add_argument("documents", metavar="DOCUMENTS", help="doc_id, content [, other fields]")
+    p.add_argument("--sizes", metavar="SIZES", help="doc_id, content_length (search phase)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="output table")
+    p.add_argument(
+        "--threshold",
+        type=int,
+        default=d.fulltext_threshold,
+        help="highlight documents longer than this many characters",
+    )
+    p.add_argument("--fragment-size", type=int, default=d.fragment_size)
+    p.add_argument(
+        "--fragments", type=int, default=d.number_of_fragments, help="passages per document"
+    )
+    p.add_argument("--highlighter", choices=["fvh", "unified"], default=d.highlighter)
+    p.add_argument("--order", choices=["score", "offset"], default=d.order)
+    p.add_argument(
+        "--scoring",
+        choices=["terms", "matches"],
+        default=d.scoring,
+        help="fvh fragment score: distinct query terms first, or Lucene's match count",
+    )
+    p.add_argument("--max-matches", type=int, default=d.max_matches)
+    p.set_defaults(run=_run_fetch)
+
+
+def _run_fetch(args: argparse.Namespace) -> dict[str, Any]:
+    import polars as pl
+
+    from ragframe.fetch import FetchConfig, fetch, missing_documents
+    from ragframe.io import read_table, write_table
+
+    config = FetchConfig(
+        fulltext_threshold=args.threshold,
+        fragment_size=args.fragment_size,
+        number_of_fragments=args.fragments,
+        highlighter=args.highlighter,
+        order=args.order,
+        scoring=args.scoring,
+        max_matches=args.max_matches,
+    )
+    requests, documents = read_table(args.requests), read_table(args.documents)
+    sizes = read_table(args.sizes) if args.sizes else None
+    try:
+        out = fetch(requests, documents, config, sizes=sizes).collect()
+        missing = missing_documents(requests, documents).collect()
+    except pl.exceptions.PolarsError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RagframeError(f"fetch failed: {first}") from exc
+    write_table(out, args.output)
+    counts = out["strategy"].value_counts()
+    per = dict(zip(counts["strategy"].to_list(), counts["count"].to_list(), strict=True))
+    summary: dict[str, Any] = {"requests": requests.height, "rows": out.height}
+    summary.update({name: per.get(name, 0) for name in ("full", "highlight", "truncated_fallback")})
+    summary["missing_documents"] = missing.height
+    if missing.height:
+        ids = missing["doc_id"].unique(maintain_order=True).to_list()
+        shown = ", ".join(map(str, ids[:20])) + (", ..." if len(ids) > 20 else "")
+        summary["missing_ids"] = shown
+        print(
+            f"warning: {missing.height} requested documents not in {args.documents}: {shown}",
+            file=sys.stderr,
+        )
+    summary["output"] = args.output
+    return summary
+
+
+_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_postprocess, _add_fetch, _add_window, _add_chunk]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
