@@ -97,13 +97,15 @@ def _eager(data: Input) -> pl.DataFrame:
     return data
 
 
-def with_chunk_text(candidates: Input, chunks: Input) -> pl.DataFrame:
-    """Pre-join the chunk store's text onto the candidates (what late materialization
-    must be equivalent to); canonical column names. A null ``chunk_index`` means 0, so
-    it finds chunk 0; a null ``entity_id`` finds nothing; the store's first row wins."""
+def with_chunk_text(candidates: Input, chunks: Input, *, offsets: bool = False) -> pl.DataFrame:
+    """Pre-join the chunk store's text (and offsets) onto the candidates (what late
+    materialization must be equivalent to); canonical column names. A null
+    ``chunk_index`` means 0, so it finds chunk 0; a null ``entity_id`` finds nothing; the
+    store's first row wins."""
     df = _eager(candidates).rename({c.DOC_ID: c.ENTITY_ID}, strict=False)
     store = _eager(chunks).rename({c.DOC_ID: c.ENTITY_ID}, strict=False)
-    store = store.select(c.ENTITY_ID, pl.col(c.CHUNK_INDEX).alias(_KEY), c.TEXT)
+    extra = [c.START_CHAR, c.END_CHAR] if offsets else []
+    store = store.select(c.ENTITY_ID, pl.col(c.CHUNK_INDEX).alias(_KEY), c.TEXT, *extra)
     store = store.unique([c.ENTITY_ID, _KEY], keep="first", maintain_order=True)
     return (
         df.with_columns(pl.col(c.CHUNK_INDEX).fill_null(0).alias(_KEY))
@@ -120,9 +122,10 @@ def run_reference(
 ) -> Rows:
     """The oracle, accepting the same inputs as the engine."""
     df = _eager(candidates).rename({c.DOC_ID: c.ENTITY_ID}, strict=False)
+    cfg = cfg or PostprocessConfig()
     if chunks is not None:
-        df = with_chunk_text(df, chunks)
-    return postprocess_reference(df, cfg or PostprocessConfig())
+        df = with_chunk_text(df, chunks, offsets=cfg.overlap == "offsets")
+    return postprocess_reference(df, cfg)
 
 
 def run_engine(

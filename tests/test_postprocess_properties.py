@@ -9,6 +9,7 @@ Example counts come from the hypothesis profile in ``conftest.py``
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -175,5 +176,59 @@ def test_chunk_store_equals_reference(df: pl.DataFrame, cfg: PostprocessConfig) 
         .unique([c.ENTITY_ID, c.CHUNK_INDEX], keep="first", maintain_order=True)
     )
     results = df.drop(c.TEXT)
+    want = run_reference(results, cfg, chunks=store)
+    assert_same_rows(run_engine(results, cfg, chunks=store), want)
+
+
+# --- overlap="offsets" ------------------------------------------------------------------
+
+
+@st.composite
+def offset_frames(draw: st.DrawFn) -> pl.DataFrame:
+    """Sliding windows with their offsets, some chunks contained in others, some with
+    gaps, a few whose text disagrees with the offsets; several entities and queries."""
+    base, step, width = draw(windowing())
+    rows: list[dict[str, Any]] = []
+    for q in draw(st.lists(st.integers(0, 5), min_size=1, max_size=3, unique=True)):
+        for _ in range(draw(st.integers(1, 10))):
+            index = draw(st.integers(0, 6))
+            start, end = index * step, index * step + width
+            if draw(st.integers(0, 4)) == 0:  # a sub-span: contained in its window
+                start = draw(st.integers(start, end))
+                end = draw(st.integers(start, end))
+            text = base[start:end] if draw(st.integers(0, 9)) else draw(st.text(max_size=9))
+            rows.append(
+                {
+                    c.QUERY_ID: q,
+                    c.ENTITY_ID: draw(st.sampled_from([1, 2, 3])),
+                    c.CHUNK_INDEX: index,
+                    c.TEXT: text,
+                    c.SIMILARITY: draw(st.sampled_from(SCORES)),
+                    c.START_CHAR: start,
+                    c.END_CHAR: end,
+                }
+            )
+    return frame(draw(st.permutations(rows)))
+
+
+offset_configs = configs.map(lambda cfg: replace(cfg, overlap="offsets"))
+
+
+@given(offset_frames(), offset_configs, st.sampled_from(["in-memory", "streaming"]))
+def test_offsets_mode_equals_reference(
+    df: pl.DataFrame, cfg: PostprocessConfig, engine: str
+) -> None:
+    assert_same_rows(run_engine(df, cfg, engine=engine), run_reference(df, cfg))
+
+
+@given(offset_frames(), offset_configs)
+def test_offsets_mode_with_chunk_store_equals_reference(
+    df: pl.DataFrame, cfg: PostprocessConfig
+) -> None:
+    key = [c.ENTITY_ID, c.CHUNK_INDEX]
+    store = df.select(*key, c.TEXT, c.START_CHAR, c.END_CHAR).unique(
+        key, keep="first", maintain_order=True
+    )
+    results = df.drop(c.TEXT, c.START_CHAR, c.END_CHAR)
     want = run_reference(results, cfg, chunks=store)
     assert_same_rows(run_engine(results, cfg, chunks=store), want)
