@@ -17,7 +17,7 @@ Runners, in one group per size so the ratio shows in one table:
 
 Run (benchmarks are not part of the default test run)::
 
-    python -m pytest benchmarks/bench_chunk.py --benchmark-only -k small     # smoke, 2 MB
+    python -m pytest benchmarks/bench_chunk.py --benchmark-only -k smoke     # smoke, 2 MB
     python -m pytest benchmarks/bench_chunk.py --benchmark-only -k 200MB     # the issue's bar
 
 Compare the ``Min`` column (least disturbed round). On a shared machine wall times swing
@@ -39,7 +39,7 @@ import pytest
 from ragframe import WindowConfig, chunk
 
 WINDOW, OVERLAP = 400, 100
-SIZES = {"small-2MB": 2_000_000, "medium-20MB": 20_000_000, "large-200MB": 200_000_000}
+SIZES = {"smoke-2MB": 2_000_000, "medium-20MB": 20_000_000, "large-200MB": 200_000_000}
 
 
 @functools.cache
@@ -112,7 +112,7 @@ def test_chunk(benchmark: Any, size: str, runner: str) -> None:
 
 def test_ragframe_and_loops_agree() -> None:
     """Not timed: every runner produces the same rows (small corpus)."""
-    docs = _corpus(SIZES["small-2MB"])
+    docs = _corpus(SIZES["smoke-2MB"])
     out = _ragframe(docs)
     assert out.rows() == _python_loop(*_lists(docs))
     assert out.equals(_python_loop_frame(docs))
