@@ -59,7 +59,7 @@ def _checked(name: str, what: str) -> Callable[[pl.Series], pl.Series]:
                 )
         elif values.null_count():
             raise DataError(
-                f"{what}: column '{name}' has {values.null_count()} null value(s) in a batch; "
+                f"{what}: column '{name}' has null values; "
                 f"expected a value on every row{_NULL_HINTS.get(name, '')}"
             )
         return values
