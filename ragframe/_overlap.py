@@ -18,6 +18,7 @@ Java-whitespace run counts as one) is vectorized the same way.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ U32 = npt.NDArray[np.uint32]
 Codes = npt.NDArray[Any]
 """Code points (uint32) or UTF-8 bytes (uint8): the span kernels work on either."""
 U64 = npt.NDArray[np.uint64]
+Bools = npt.NDArray[np.bool_]
 
 
 def utf8(texts: pl.Series) -> tuple[npt.NDArray[np.uint8], I64]:
@@ -231,8 +233,13 @@ def cut_positions(texts: pl.Series, units: I64) -> I64:
     return pos
 
 
-def contains(haystacks: pl.Series, needles: pl.Series) -> npt.NDArray[np.bool_]:
+def contains(
+    haystacks: pl.Series, needles: pl.Series, *, words: bool = False
+) -> npt.NDArray[np.bool_]:
     """Row-wise ``needle in haystack`` for many pairs at once (nulls: False).
+
+    With ``words``, only occurrences between spaces or the text's ends count: the same
+    as ``" " + needle + " " in " " + haystack + " "``, without building those strings.
 
     Same technique as :func:`overlap_lengths`: every start position of every pair is a
     grid entry, filtered by first and last character, compared by hash, and each hit
@@ -243,15 +250,20 @@ def contains(haystacks: pl.Series, needles: pl.Series) -> npt.NDArray[np.bool_]:
     valid = (haystacks.is_not_null() & needles.is_not_null()).to_numpy()
     h_len = haystacks.fill_null("").str.len_bytes().to_numpy().astype(np.int64)
     n_len = needles.fill_null("").str.len_bytes().to_numpy().astype(np.int64)
-    result: npt.NDArray[np.bool_] = valid & (n_len == 0)
+    empty = n_len == 0
+    if words:  # "  " in " " + haystack + " "
+        hay = haystacks.fill_null("")
+        blank = (hay == "") | hay.str.starts_with(" ") | hay.str.ends_with(" ")
+        empty &= (blank | hay.str.contains("  ", literal=True)).to_numpy()
+    result: npt.NDArray[np.bool_] = valid & empty
     rows = np.flatnonzero(valid & (n_len > 0) & (n_len <= h_len))
     if len(rows):
         for batch in _batches(rows, h_len[rows] - n_len[rows] + 1):
-            result[batch] = _contains_batch(haystacks.gather(batch), needles.gather(batch))
+            result[batch] = _contains_batch(haystacks.gather(batch), needles.gather(batch), words)
     return result
 
 
-def _contains_batch(haystacks: pl.Series, needles: pl.Series) -> npt.NDArray[np.bool_]:
+def _contains_batch(haystacks: pl.Series, needles: pl.Series, words: bool) -> npt.NDArray[np.bool_]:
     # on UTF-8 bytes: a valid UTF-8 needle can only match at a character boundary
     h_codes, h_off = utf8(haystacks)
     n_codes, n_off = utf8(needles)
@@ -269,6 +281,9 @@ def _contains_batch(haystacks: pl.Series, needles: pl.Series) -> npt.NDArray[np.
     keep[keep] = (
         h_codes[start[keep] + length[keep] - 1] == n_codes[n_off[owner[keep]] + length[keep] - 1]
     )
+    if words:
+        sure = np.flatnonzero(keep)
+        keep[sure] = _between_spaces(h_codes, h_off, owner[sure], start[sure], length[sure])
     owner, start, length = owner[keep], start[keep], length[keep]
     same = _same_spans(h_codes, start, n_codes, n_off[owner], length)
     owner, start = owner[same], start[same]
@@ -277,8 +292,20 @@ def _contains_batch(haystacks: pl.Series, needles: pl.Series) -> npt.NDArray[np.
     hit_rows, hit_starts = owner[first], start[first]
     found[hit_rows] = _equal_spans(h_codes, hit_starts, n_codes, n_off[hit_rows], n_len[hit_rows])
     for row in hit_rows[~found[hit_rows]]:  # a hash collision: recheck exactly
-        found[row] = (needles[int(row)] or "") in (haystacks[int(row)] or "")
+        hay, nee = haystacks[int(row)] or "", needles[int(row)] or ""
+        found[row] = f" {nee} " in f" {hay} " if words else nee in hay
     return found
+
+
+def _between_spaces(codes: Codes, off: I64, owner: I64, start: I64, length: I64) -> Bools:
+    """Whether each span starts and ends at a space or at its text's ends."""
+    end = start + length
+    before = start == off[owner]
+    before[~before] = codes[start[~before] - 1] == 0x20
+    after = end == off[owner + 1]
+    after[~after] = codes[end[~after]] == 0x20
+    both: Bools = before & after
+    return both
 
 
 def _grid_positions(counts: I64) -> tuple[I64, I64]:
@@ -299,15 +326,19 @@ def _equal_spans(
     return same
 
 
-def _contains_kernel(batch: pl.Series) -> pl.Series:
-    parts = batch.struct.unnest()
-    found = contains(parts["haystack"], parts["needle"])
-    missing = (parts["haystack"].is_null() | parts["needle"].is_null()).to_numpy()
-    return pl.Series(batch.name, found, dtype=pl.Boolean).set(pl.Series(missing), None)
+def _contains_kernel(words: bool) -> Callable[[pl.Series], pl.Series]:
+    def kernel(batch: pl.Series) -> pl.Series:
+        parts = batch.struct.unnest()
+        found = contains(parts["haystack"], parts["needle"], words=words)
+        missing = (parts["haystack"].is_null() | parts["needle"].is_null()).to_numpy()
+        return pl.Series(batch.name, found, dtype=pl.Boolean).set(pl.Series(missing), None)
+
+    return kernel
 
 
-def contains_expr(haystack: pl.Expr, needle: pl.Expr) -> pl.Expr:
-    """Row-wise ``needle in haystack`` as an expression (null if either is null)."""
+def contains_expr(haystack: pl.Expr, needle: pl.Expr, *, words: bool = False) -> pl.Expr:
+    """Row-wise ``needle in haystack`` as an expression (null if either is null); with
+    ``words``, the needle must sit between spaces or the haystack's ends."""
     return pl.struct(haystack.alias("haystack"), needle.alias("needle")).map_batches(
-        _contains_kernel, return_dtype=pl.Boolean, is_elementwise=True
+        _contains_kernel(words), return_dtype=pl.Boolean, is_elementwise=True
     )

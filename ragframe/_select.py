@@ -79,8 +79,6 @@ def _repeated(reach: pl.LazyFrame) -> pl.LazyFrame:
     cand = reach.filter(pl.col(c.ENTITY_ID).is_not_null() & (pl.col(NORM) != "")).select(
         *ENTITY_KEY, ROW, POS, SIM, NORM
     )
-    padded = pl.concat_str(pl.lit(" "), pl.col(NORM), pl.lit(" "))
-    padded_c = pl.concat_str(pl.lit(" "), pl.col(f"{NORM}_c"), pl.lit(" "))
     return (
         cand.join(cand, on=list(ENTITY_KEY), suffix="_c", nulls_equal=True)
         .filter(
@@ -88,7 +86,7 @@ def _repeated(reach: pl.LazyFrame) -> pl.LazyFrame:
             & (pl.col(SIM) >= pl.col(f"{SIM}_c"))
             & (pl.col(NORM).str.len_bytes() >= pl.col(f"{NORM}_c").str.len_bytes())
         )
-        .with_columns(contains_expr(padded, padded_c).alias(_HIT))
+        .with_columns(contains_expr(pl.col(NORM), pl.col(f"{NORM}_c"), words=True).alias(_HIT))
         .filter(_HIT)
         .select(pl.col(f"{ROW}_c").alias(ROW))
         .unique()
