@@ -4,16 +4,22 @@ Run (not part of the default test run)::
 
     python -m pytest benchmarks/bench_postprocess.py -k smoke   # 200 queries, CI smoke
     python -m pytest benchmarks/bench_postprocess.py -k full    # 10,000 x 100 = 1M rows
+    python -m pytest benchmarks/bench_postprocess.py -k "overlap and full"  # modes only
 
 Each group (size x text variant) holds: the engine (full run, collected), the baseline
 (per query only the top-k rows by similarity and their text: sort, head per group, join)
-and the reference on the first 100 queries. The closing summary prints the per-row
-speed-up over the reference and the engine/baseline time ratio with the issue's bars.
+and the reference on the first 100 queries. A further group per size, ``postprocess
+SIZE overlap``, runs the engine on the chunk store (which has ``start_char``/
+``end_char``) in both overlap modes, the seed's ``"text"`` matching and the opt-in
+``"offsets"``, same data and config otherwise. The closing summary prints the per-row
+speed-up over the reference, the engine/baseline time ratio with the issue's bars, and
+the offsets/text time ratio.
 Peak memory: ``benchmarks/memory_postprocess.py``.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -27,6 +33,7 @@ from ragframe.reference import postprocess_reference
 CONFIG = ragframe.PostprocessConfig()
 REFERENCE_QUERIES = 100
 VARIANTS = ["store", "inline"]
+MODES = ["text", "offsets"]
 
 
 def _inputs(data: Retrieval, variant: str) -> tuple[pl.DataFrame, pl.DataFrame | None]:
@@ -84,3 +91,18 @@ def test_reference(benchmark: Any, retrieval: tuple[str, Retrieval], variant: st
     out = benchmark.pedantic(postprocess_reference, args=(sample, CONFIG), rounds=3)
     assert out == ragframe.postprocess(sample, CONFIG).collect().to_dicts()  # same work
     record(benchmark, size, variant, "reference", sample.height)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_overlap_mode(benchmark: Any, retrieval: tuple[str, Retrieval], mode: str) -> None:
+    """Text-mode vs offsets-mode merging, chunk store, same data: one group per size."""
+    size, data = retrieval
+    benchmark.group = f"postprocess {size} overlap"
+    config = replace(CONFIG, overlap=mode)
+
+    def run() -> pl.DataFrame:
+        return ragframe.postprocess(data.results, config, chunks=data.chunks).collect()
+
+    out = benchmark.pedantic(run, rounds=3, warmup_rounds=1)
+    assert out.height > 0
+    record(benchmark, size, "overlap", mode, data.results.height)

@@ -35,6 +35,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     write("postprocess ratios (median times; reference scaled per row)")
     for size, variant in sorted({(s, v) for s, v, _ in _TIMES}):
         got = {who: t for (s, v, who), t in _TIMES.items() if (s, v) == (size, variant)}
+        if "text" in got and "offsets" in got:
+            (text_s, rows), offsets_s = got["text"], got["offsets"][0]
+            write(
+                f"  {size:5} overlap text {text_s:8.3f} s, offsets {offsets_s:8.3f} s for "
+                f"{rows:,} rows | offsets/text {offsets_s / text_s:5.2f}x"
+            )
         if "engine" not in got:
             continue
         engine_s, engine_rows = got["engine"]
