@@ -16,6 +16,7 @@ import polars as pl
 from hypothesis import given
 from hypothesis import strategies as st
 
+import ragframe
 from ragframe import schema as c
 from ragframe.postprocess import PostprocessConfig
 from tests.conftest import assert_same_rows, frame, run_engine, run_reference
@@ -127,6 +128,18 @@ configs = st.builds(
 @given(candidate_frames(), configs, st.sampled_from(["in-memory", "streaming"]))
 def test_engine_equals_reference(df: pl.DataFrame, cfg: PostprocessConfig, engine: str) -> None:
     assert_same_rows(run_engine(df, cfg, engine=engine), run_reference(df, cfg))
+
+
+@given(candidate_frames(), configs)
+def test_every_query_gets_a_block(df: pl.DataFrame, cfg: PostprocessConfig) -> None:
+    """Nothing is lost silently: each query with candidates has block 0, and only then."""
+    out = ragframe.postprocess(df, cfg).collect()
+    assert sorted(out[c.QUERY_ID].unique().to_list()) == sorted(df[c.QUERY_ID].unique().to_list())
+    firsts = out.filter(pl.col(c.BLOCK_RANK) == 0)
+    assert firsts.height == df[c.QUERY_ID].n_unique()
+    per_query = out.group_by(c.QUERY_ID).agg(pl.len(), pl.col(c.CHAR_COUNT).sum())
+    assert (per_query["len"] <= cfg.max_blocks).all()
+    assert (per_query[c.CHAR_COUNT] <= cfg.max_characters).all()
 
 
 @given(candidate_frames(), configs, st.sampled_from(["frame", "lazy", "arrow", "doc_id"]))
