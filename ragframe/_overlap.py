@@ -29,7 +29,8 @@ import pyarrow as pa
 from ragframe._text import JAVA_WHITESPACE, MIN_OVERLAP
 
 _GRID_BATCH = 2_000_000
-_WS_CODES = np.array(sorted(ord(ch) for ch in JAVA_WHITESPACE), dtype=np.uint32)
+_WS_TABLE = np.zeros(max(map(ord, JAVA_WHITESPACE)) + 2, dtype=bool)
+_WS_TABLE[[ord(ch) for ch in JAVA_WHITESPACE]] = True  # the last entry stands for "above"
 _BASE = np.uint64(secrets.randbits(64) | 1)
 _BASE_INV = np.uint64(pow(int(_BASE), -1, 2**64))
 
@@ -64,11 +65,12 @@ def codepoints(texts: pl.Series) -> tuple[U32, I64]:
 
     Nulls count as empty strings. Offsets have ``len(texts) + 1`` entries.
     """
-    data, byte_off = utf8(texts)
-    lead = (data & 0xC0) != 0x80  # first byte of each character
-    offsets = np.concatenate(([0], np.cumsum(lead)))[byte_off]
+    data, _ = utf8(texts)
+    lengths = texts.fill_null("").str.len_chars().to_numpy().astype(np.int64)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
     codes = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-32-le"), dtype=np.uint32)
-    return codes, offsets.astype(np.int64)
+    return codes, offsets
 
 
 _POWERS: list[U64] = [np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64)]
@@ -211,12 +213,27 @@ def cut_positions(texts: pl.Series, units: I64) -> I64:
 
     Leading Java whitespace is skipped first; then each non-whitespace character and
     each whitespace run counts as one character. Past the end, the text's length.
+    Only a prefix of each text is scanned (the overlap is usually a fraction of the
+    chunk); the rare text whose whitespace runs reach past it is scanned whole.
     """
+    filled = texts.fill_null("")
+    lengths = filled.str.len_chars().to_numpy().astype(np.int64)
+    take = np.minimum(lengths, 2 * units + 64)
+    heads = filled.to_frame("t").select(pl.col("t").str.slice(0, pl.Series(take))).to_series()
+    pos, found = _cut_positions(heads, units)
+    redo = np.flatnonzero(~found & (take < lengths))
+    if len(redo):
+        pos[redo] = _cut_positions(filled.gather(redo), units[redo])[0]
+    return pos
+
+
+def _cut_positions(texts: pl.Series, units: I64) -> tuple[I64, npt.NDArray[np.bool_]]:
+    """:func:`cut_positions` over whole texts; also whether the position is inside."""
     codes, off = codepoints(texts)
     n = len(off) - 1
     lengths = np.diff(off)
     owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    ws = np.isin(codes, _WS_CODES)
+    ws = _WS_TABLE[np.minimum(codes, len(_WS_TABLE) - 1)]
     at_start = np.zeros(len(codes), dtype=bool)
     at_start[off[:-1][lengths > 0]] = True
     prev_ws = np.concatenate(([False], ws[:-1])) & ~at_start
@@ -230,7 +247,7 @@ def cut_positions(texts: pl.Series, units: I64) -> I64:
     inside = units < per_text
     pos = lengths.copy()
     pos[inside] = starts[first_unit[inside] + units[inside]] - off[:-1][inside]
-    return pos
+    return pos, inside
 
 
 def contains(
