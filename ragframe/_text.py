@@ -34,13 +34,14 @@ def normalize(text: str) -> str:
     return _COLLAPSE.sub(" ", text).strip(TRIM_CHARS)
 
 
-# the runs that normalization changes: single spaces are left alone, which is far faster
-_CHANGED_RUNS = r"[\t\n\x0B\f\r][ \t\n\x0B\f\r]*| [ \t\n\x0B\f\r]+"
-
-
 def normalize_expr(text: pl.Expr) -> pl.Expr:
-    """The same normalization as :func:`normalize`, as a Polars expression."""
-    return text.str.replace_all(_CHANGED_RUNS, " ").str.strip_chars(TRIM_CHARS)
+    """The same normalization as :func:`normalize`, as a Polars expression.
+
+    Two literal-friendly passes (other whitespace to a space, then runs of spaces to
+    one) scan much faster than one pattern that also matches every single space.
+    """
+    spaced = text.str.replace_all(r"[\t\n\x0B\f\r]", " ")
+    return spaced.str.replace_all("  +", " ").str.strip_chars(TRIM_CHARS)
 
 
 def java_trim(text: str) -> str:
