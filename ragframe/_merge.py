@@ -7,6 +7,7 @@ see whole columns. Everything else is Polars expressions.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from ragframe import _blocks as k
@@ -41,11 +42,13 @@ def _prev(col: str) -> pl.Expr:
 
 
 def _overlap_cut(batch: pl.Series) -> pl.Series:
-    """Kernel: cut position in ``text`` after the overlap with ``prev``, or -1."""
+    """Kernel: for rows marked ``pair``, the cut position in ``text`` after the overlap
+    with ``prev`` (-1: none); 0 for other rows."""
     parts = batch.struct.unnest()
-    lengths = overlap_lengths(parts["prev"], parts["norm"])
-    cuts = cut_positions(parts["text"], lengths)
-    cuts[lengths == 0] = -1
+    rows = np.flatnonzero(parts["pair"].fill_null(False).to_numpy())
+    lengths = overlap_lengths(parts["prev"].gather(rows), parts["norm"].gather(rows))
+    cuts = np.zeros(len(batch), dtype=np.int64)
+    cuts[rows] = np.where(lengths > 0, cut_positions(parts["text"].gather(rows), lengths), -1)
     return pl.Series(batch.name, cuts, dtype=pl.Int64)
 
 
@@ -82,16 +85,13 @@ def _pairwise(grouped: pl.LazyFrame, max_gap: int) -> pl.LazyFrame:
     text = pl.col(c.TEXT)
     pair = pl.col(_GAP_OK) & (pl.col(_PREV_TEXT) != "") & (text != "")
     cut_input = pl.struct(
-        pl.when(pair).then(pl.col(_PREV_NORM)).alias("prev"),
-        pl.when(pair).then(pl.col(NORM)).alias("norm"),
-        pl.when(pair).then(text).alias("text"),
+        pair.alias("pair"), pl.col(_PREV_NORM).alias("prev"), pl.col(NORM).alias("norm"), text
     )
-    app = (
-        pl.when(~pl.col(_PAIR))
-        .then(text)
-        .when(pl.col(_CUT) >= 0)
-        .then(text.str.slice(pl.col(_CUT)))
-        .otherwise(pl.concat_str(pl.lit("\n"), text))
+    # the cut is 0 for a row that is no pair (its whole text), -1 for "\n" + whole text
+    cut = pl.col(_CUT)
+    app = pl.concat_str(
+        pl.when(cut < 0).then(pl.lit("\n")).otherwise(pl.lit("")),
+        pl.when(cut > 0).then(text.str.slice(cut)).otherwise(text),
     )
     return (
         grouped.with_columns(
