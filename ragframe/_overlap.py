@@ -275,7 +275,7 @@ def contains(
     result: npt.NDArray[np.bool_] = valid & empty
     rows = np.flatnonzero(valid & (n_len > 0) & (n_len <= h_len))
     if len(rows):
-        for batch in _batches(rows, h_len[rows] - n_len[rows] + 1):
+        for batch in _batches(rows, h_len[rows] + n_len[rows]):
             result[batch] = _contains_batch(haystacks.gather(batch), needles.gather(batch), words)
     return result
 
