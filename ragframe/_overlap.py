@@ -1,18 +1,21 @@
-"""Whole-buffer kernel for the seed's ``removeOverlap``, for many text pairs at once.
+"""Whole-buffer string kernels for ``postprocess``: overlap, containment, cut positions.
 
-Why a kernel: "the largest L such that the last L characters of one string equal the
-first L of another" has no Polars expression. Instead of one Python call per pair,
-this works on the code points of every pair together, as flat numpy arrays:
+Why kernels: "the largest L such that the last L characters of one string equal the
+first L of another" has no Polars expression, and Polars' literal ``str.contains``
+with a column pattern compiles a regex per row (and fails past its size limit).
+Instead of one Python call per pair, these work on the code points (or UTF-8 bytes)
+of every pair together, as flat numpy arrays:
 
-1. every candidate length L (from ``min(len)`` down to 20) of every pair becomes one
-   entry of a grid; cheap first/last-character tests discard most entries;
-2. the survivors compare polynomial hashes of the suffix and the prefix (mod 2**64,
-   from prefix sums, so each test is O(1));
-3. the largest surviving L of each pair is then verified character by character, and
-   the rare pair whose hash matched falsely is recomputed exactly.
+1. candidate positions: for an overlap, every place in the first string holding the
+   second string's first character; for containment, every place holding the needle's
+   second character (or every start when the needle nearly fills the haystack);
+2. cheap character tests at the span's ends discard most candidates;
+3. the survivors are compared directly, 16 characters first (by polynomial hashes mod
+   2**64 when the survivors are long and many), and the chosen hit is verified
+   character by character; the rare false hash match is recomputed exactly.
 
 The cut position in the raw text (skip leading whitespace, then L characters where a
-Java-whitespace run counts as one) is vectorized the same way.
+Java-whitespace run counts as one) is vectorized the same way, on a prefix of each text.
 """
 
 from __future__ import annotations
