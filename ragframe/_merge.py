@@ -15,7 +15,7 @@ from ragframe import _offsets as o
 from ragframe import schema as c
 from ragframe._overlap import contains_expr, cut_positions, overlap_lengths
 from ragframe._select import ENTITY, NORM, POS, ROW, SIM, TYPE, segment_index
-from ragframe._text import COLLAPSE_PATTERN, JAVA_WHITESPACE
+from ragframe._text import COLLAPSE_PATTERN
 from ragframe.schema import TMP
 
 SEQ = f"{TMP}seq"
@@ -27,7 +27,6 @@ _PREV_TEXT, _PREV_NORM, _GAP_OK = f"{TMP}prev_text", f"{TMP}prev_norm", f"{TMP}g
 _SINGLE = f"{TMP}single"
 _SIZE = f"{TMP}size"
 
-_WS = "".join(f"\\x{{{ord(ch):04X}}}" for ch in sorted(JAVA_WHITESPACE))
 # characters on which normalization and the seed's whitespace walk disagree
 _NOT_PLAIN = (
     r"[\x00-\x08\x0E-\x1F\x{1680}\x{2000}-\x{2006}\x{2008}-\x{200A}"

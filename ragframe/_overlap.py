@@ -29,7 +29,7 @@ import numpy.typing as npt
 import polars as pl
 import pyarrow as pa
 
-from ragframe._text import JAVA_WHITESPACE, MIN_OVERLAP
+from ragframe._text import JAVA_WHITESPACE, MIN_OVERLAP, overlap_length
 
 _GRID_BATCH = 2_000_000
 _WS_TABLE = np.zeros(max(map(ord, JAVA_WHITESPACE)) + 2, dtype=bool)
@@ -201,14 +201,7 @@ def _verify(
     length = result[pairs]
     good = _equal_spans(e_codes, e_off[pairs + 1] - length, n_codes, n_off[pairs], length)
     for pair in pairs[~good]:  # a 64-bit hash collision: practically never
-        result[pair] = _exact_overlap(existing[int(pair)] or "", following[int(pair)] or "")
-
-
-def _exact_overlap(existing: str, following: str) -> int:
-    for length in range(min(len(existing), len(following)), MIN_OVERLAP - 1, -1):
-        if existing[len(existing) - length :] == following[:length]:
-            return length
-    return 0
+        result[pair] = overlap_length(existing[int(pair)] or "", following[int(pair)] or "")
 
 
 def cut_positions(texts: pl.Series, units: I64) -> I64:

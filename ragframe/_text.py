@@ -76,11 +76,16 @@ def remove_overlap(existing: str, nxt: str) -> str:
     """The seed's ``removeOverlap``: drop from ``nxt`` the text ``existing`` ends with."""
     if not existing or not nxt:
         return nxt
-    e, n = normalize(existing), normalize(nxt)
-    for length in range(min(len(e), len(n)), MIN_OVERLAP - 1, -1):
-        if e[len(e) - length :] == n[:length]:
-            return nxt[skip_units(nxt, length) :]
-    return "\n" + nxt
+    length = overlap_length(normalize(existing), normalize(nxt))
+    return nxt[skip_units(nxt, length) :] if length else "\n" + nxt
+
+
+def overlap_length(existing: str, following: str) -> int:
+    """The largest L >= 20 with ``existing[-L:] == following[:L]``, else 0."""
+    for length in range(min(len(existing), len(following)), MIN_OVERLAP - 1, -1):
+        if existing[len(existing) - length :] == following[:length]:
+            return length
+    return 0
 
 
 def truncate(text: str, limit: int) -> str:
