@@ -11,11 +11,13 @@ says). Only that prefix needs text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._overlap import contains_expr
-from ragframe._text import normalize_expr
+from ragframe._jit import walk
 from ragframe.schema import TMP
 
 ROW = f"{TMP}row"
@@ -74,23 +76,36 @@ def _reachable(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
     return ranked.with_columns(sure.cast(pl.Int64).alias(_SURE)).filter(before < top_k).drop(_SURE)
 
 
-def _repeated(reach: pl.LazyFrame) -> pl.LazyFrame:
-    """Rule 3: ``ROW`` of every candidate covered by an earlier one."""
-    cand = reach.filter(pl.col(c.ENTITY_ID).is_not_null() & (pl.col(NORM) != "")).select(
-        *ENTITY_KEY, ROW, POS, SIM, NORM
+def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
+    """Rule 3 as a kernel over whole columns: the rows the distinct top-K walk selects."""
+
+    def kernel(batch: pl.Series) -> pl.Series:
+        parts = batch.struct.unnest()
+        order = parts["order"].to_numpy()
+        query = parts[c.QUERY_ID].gather(order)
+        query_start = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
+        key = parts["key"].gather(order).to_numpy()
+        sim = parts[SIM].gather(order).to_numpy()
+        chosen = walk(parts[c.TEXT].gather(order), query_start, key, sim, top_k)
+        selected = np.zeros(len(batch), dtype=np.bool_)
+        selected[order] = chosen
+        return pl.Series(batch.name, selected)
+
+    return kernel
+
+
+def _selected(reach: pl.LazyFrame, top_k: int) -> pl.Expr:
+    """Rule 3: whether the walk selects each reachable row (rows in any order)."""
+    entity = pl.struct(c.QUERY_ID, c.ENTITY_ID, c.ENTITY_TYPE).rank("dense").cast(pl.Int64) - 1
+    key = pl.when(pl.col(c.ENTITY_ID).is_not_null()).then(entity).otherwise(-1)
+    inputs = pl.struct(
+        pl.arg_sort_by(c.QUERY_ID, POS).alias("order"),
+        c.QUERY_ID,
+        key.alias("key"),
+        SIM,
+        c.TEXT,
     )
-    return (
-        cand.join(cand, on=list(ENTITY_KEY), suffix="_c", nulls_equal=True)
-        .filter(
-            (pl.col(POS) < pl.col(f"{POS}_c"))
-            & (pl.col(SIM) >= pl.col(f"{SIM}_c"))
-            & (pl.col(NORM).str.len_bytes() >= pl.col(f"{NORM}_c").str.len_bytes())
-        )
-        .with_columns(contains_expr(pl.col(NORM), pl.col(f"{NORM}_c"), words=True).alias(_HIT))
-        .filter(_HIT)
-        .select(pl.col(f"{ROW}_c").alias(ROW))
-        .unique()
-    )
+    return inputs.map_batches(_walk_kernel(top_k), return_dtype=pl.Boolean)
 
 
 def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.Expr:
@@ -124,34 +139,14 @@ def kept_chunks(
     chunk store). Text is joined to the reachable rows only, and normalized only where
     a chunk shares its group with another (repeats and merges need a partner).
     """
-    partnered = pl.len().over(c.QUERY_ID, TYPE, ENTITY) > 1
     reach = (
         _reachable(_ranked(slim), top_k)
         .join(texts, on=on, how="left")
         .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero))
-        .with_columns(partnered.alias(_PARTNERED))
-        .cache()
     )
-    reach = (
-        pl.concat(
-            [
-                reach.filter(_PARTNERED).with_columns(normalize_expr(pl.col(c.TEXT)).alias(NORM)),
-                reach.filter(~pl.col(_PARTNERED)).with_columns(pl.lit(None, pl.String).alias(NORM)),
-            ]
-        )
-        .drop(_PARTNERED)
-        .sort(c.QUERY_ID, POS)
-        .cache()  # read three times below: compute once
-    )
-    selected = (
-        reach.join(_repeated(reach), on=ROW, how="anti")
-        .sort(c.QUERY_ID, POS)
-        .with_columns((segment_index(c.QUERY_ID) + 1).alias(_RANK))
-        .filter(pl.col(_RANK) <= top_k)
-    )
+    selected = reach.filter(_selected(reach, top_k))
     n = pl.len().over(c.QUERY_ID)
     keep = pl.col(SIM) >= threshold_expr(n, top_k, min_similarity)
-    fallback = ~pl.col(_KEEP).any().over(c.QUERY_ID) & (pl.col(_RANK) == 1)
-    return (
-        selected.with_columns(keep.alias(_KEEP)).filter(pl.col(_KEEP) | fallback).drop(_KEEP, _RANK)
-    )
+    first = pl.col(POS) == pl.col(POS).min().over(c.QUERY_ID)
+    fallback = ~pl.col(_KEEP).any().over(c.QUERY_ID) & first
+    return selected.with_columns(keep.alias(_KEEP)).filter(pl.col(_KEEP) | fallback).drop(_KEEP)

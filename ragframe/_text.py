@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import re
 
-import polars as pl
-
 JAVA_WHITESPACE: frozenset[str] = frozenset(
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \u1680"
     "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2008\u2009\u200a"
@@ -32,16 +30,6 @@ _COLLAPSE = re.compile(COLLAPSE_PATTERN)
 def normalize(text: str) -> str:
     """Collapse whitespace runs to one space, then Java-trim (plain Python)."""
     return _COLLAPSE.sub(" ", text).strip(TRIM_CHARS)
-
-
-def normalize_expr(text: pl.Expr) -> pl.Expr:
-    """The same normalization as :func:`normalize`, as a Polars expression.
-
-    Two literal-friendly passes (other whitespace to a space, then runs of spaces to
-    one) scan much faster than one pattern that also matches every single space.
-    """
-    spaced = text.str.replace_all(r"[\t\n\x0B\f\r]", " ")
-    return spaced.str.replace_all("  +", " ").str.strip_chars(TRIM_CHARS)
 
 
 def java_trim(text: str) -> str:

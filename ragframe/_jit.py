@@ -1,0 +1,695 @@
+"""Compiled whole-buffer kernels for ``postprocess``: the distinct top-K walk and the
+block merge (SPEC 1, rules 3, 6 and 7), with numba.
+
+Why kernels, and why compiled: both steps test text against text (word-bounded
+containment of normalized chunks; "the largest L such that the last L normalized
+characters of one text equal the first L of another"), which no Polars expression
+does, and the merge is a running sum with resets (the block size cap) whose increments
+depend on the block text built so far. Each kernel is one linear pass over the whole
+column's Arrow buffers (UTF-8 bytes and offsets) for every query at once, compiled to
+machine code; nothing runs per row in Python. Normalized text is never materialized:
+the kernels normalize the few texts a test needs into small scratch buffers.
+
+Working on UTF-8 bytes is exact: normalization only touches ASCII bytes (whitespace,
+controls), and equal byte strings that start with a lead byte are equal code point
+strings, so byte matches are code point matches. Lengths are counted in code points.
+
+Compiled code is cached on disk (numba's ``cache=True``), so only the first call on a
+machine pays for compilation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba as nb
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+import pyarrow as pa
+from numba import types
+from numba.extending import intrinsic
+
+from ragframe._text import MIN_OVERLAP
+
+_compiled = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+
+
+@intrinsic
+def _pointer(typingctx: Any, address: Any) -> Any:
+    """The byte pointer at an integer address (an Arrow buffer's), for ``carray``."""
+    del typingctx, address
+    pointer = types.CPointer(types.uint8)  # type: ignore[no-untyped-call]
+    sig = pointer(types.int64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        del signature
+        return builder.inttoptr(args[0], context.get_value_type(pointer))
+
+    return sig, codegen
+
+
+@nb.njit(inline="always")
+def _text(address: I64, length: I64, row: int) -> U8:
+    """Row ``row``'s UTF-8 bytes, read in place from its Arrow buffer."""
+    return nb.carray(_pointer(address[row]), length[row])  # type: ignore[attr-defined,call-arg]
+
+
+U8 = npt.NDArray[np.uint8]
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+Bools = npt.NDArray[np.bool_]
+
+# --- bytes and code points -------------------------------------------------------------
+
+
+@nb.njit(inline="always")
+def _collapsible(b: int) -> bool:
+    """A byte of ``[ \\t\\n\\x0B\\f\\r]``, the runs normalization turns into one space."""
+    return b == 32 or (b >= 9 and b <= 13)
+
+
+@nb.njit(inline="always")
+def _lead(b: int) -> bool:
+    """The first byte of a UTF-8 sequence (not a continuation byte)."""
+    return (b & 0xC0) != 0x80
+
+
+@nb.njit(inline="always")
+def _decode(data: U8, pos: int) -> tuple[int, int]:
+    """The code point starting at ``data[pos]`` and the position after it."""
+    b = data[pos]
+    if b < 0x80:
+        return b, pos + 1
+    if b < 0xE0:
+        return ((b & 0x1F) << 6) | (data[pos + 1] & 0x3F), pos + 2
+    if b < 0xF0:
+        return ((b & 0x0F) << 12) | ((data[pos + 1] & 0x3F) << 6) | (data[pos + 2] & 0x3F), pos + 3
+    cp = ((b & 0x07) << 18) | ((data[pos + 1] & 0x3F) << 12) | ((data[pos + 2] & 0x3F) << 6)
+    return cp | (data[pos + 3] & 0x3F), pos + 4
+
+
+@nb.njit(inline="always")
+def _java_whitespace(cp: int) -> bool:
+    """Java ``Character.isWhitespace`` (see :data:`ragframe._text.JAVA_WHITESPACE`)."""
+    if cp < 0x80:
+        return cp == 32 or (cp >= 9 and cp <= 13) or (cp >= 28 and cp <= 31)
+    return (
+        cp == 0x1680
+        or (cp >= 0x2000 and cp <= 0x200A and cp != 0x2007)
+        or cp == 0x2028
+        or cp == 0x2029
+        or cp == 0x205F
+        or cp == 0x3000
+    )
+
+
+@_compiled
+def _code_points(data: U8, start: int, end: int) -> int:
+    seg = data[start:end]  # a loop over a slice vectorizes
+    count = np.int64(0)
+    for i in range(len(seg)):
+        count += np.int64(np.int8(seg[i]) > -65)  # not a continuation byte (0x80-0xBF)
+    return int(count)
+
+
+@_compiled
+def _normalize(data: U8, start: int, end: int, out: U8) -> int:
+    """Rule 7's normalization of ``data[start:end]`` into ``out``; returns its length.
+
+    Java's ``trim`` after collapsing strips every byte <= 0x20 at both ends, so trim
+    the raw bytes first, then collapse the whitespace runs inside.
+    """
+    while start < end and data[start] <= 32:
+        start += 1
+    while end > start and data[end - 1] <= 32:
+        end -= 1
+    n = 0
+    i = start
+    while i < end:
+        b = data[i]
+        i += 1
+        if _collapsible(b):
+            b = 32
+            while i < end and _collapsible(data[i]):
+                i += 1
+        out[n] = b
+        n += 1
+    return n
+
+
+@_compiled
+def _normalized_tail(data: U8, start: int, end: int, want: int, out: U8) -> int:
+    """The last ``want`` (or fewer) bytes of the normalized ``data[start:end]``, written
+    to the end of ``out[:want]``; returns how many were written (they end at ``want``)."""
+    while end > start and data[end - 1] <= 32:
+        end -= 1
+    n = 0
+    i = end
+    while i > start and n < want:
+        i -= 1
+        b = data[i]
+        if _collapsible(b):
+            b = 32
+            while i > start and _collapsible(data[i - 1]):
+                i -= 1
+        n += 1
+        out[want - n] = b
+    # what is left of the text may be only bytes the leading trim removes
+    if n > 0 and out[want - n] <= 32:
+        rest = i
+        while rest > start and data[rest - 1] <= 32:
+            rest -= 1
+        if rest == start:
+            while n > 0 and out[want - n] <= 32:
+                n -= 1
+    return n
+
+
+@_compiled
+def _failure(pattern: U8, n: int, fail: I64) -> None:
+    """Knuth-Morris-Pratt failure function of ``pattern[:n]``."""
+    fail[0] = 0
+    k = 0
+    for i in range(1, n):
+        while k > 0 and pattern[i] != pattern[k]:
+            k = fail[k - 1]
+        if pattern[i] == pattern[k]:
+            k += 1
+        fail[i] = k
+
+
+@_compiled
+def _contains_words(hay: U8, h0: int, h1: int, needle: U8, n: int, fail: I64) -> bool:
+    """``" " + needle + " "`` is a substring of ``" " + hay[h0:h1] + " "`` (both
+    normalized, ``needle`` non-empty, ``fail`` its failure function): linear time."""
+    if n > h1 - h0:
+        return False
+    q = 0
+    for i in range(h0, h1):
+        b = hay[i]
+        while q > 0 and b != needle[q]:
+            q = fail[q - 1]
+        if b == needle[q]:
+            q += 1
+        if q == n:
+            begin = i + 1 - n
+            if (begin == h0 or hay[begin - 1] == 32) and (i + 1 == h1 or hay[i + 1] == 32):
+                return True
+            q = fail[q - 1]
+    return False
+
+
+@nb.njit(inline="always")
+def _trimmed(data: U8, start: int, end: int) -> tuple[int, int]:
+    """``data[start:end]`` without the bytes <= 0x20 at both ends (Java's ``trim``)."""
+    while start < end and data[start] <= 32:
+        start += 1
+    while end > start and data[end - 1] <= 32:
+        end -= 1
+    return start, end
+
+
+@_compiled
+def _normalized_length(data: U8, start: int, end: int) -> int:
+    """Length in bytes of the normalized ``data[start:end]`` (already trimmed)."""
+    seg = data[start:end]
+    extra = np.int64(0)
+    for i in range(1, len(seg)):
+        x, y = seg[i], seg[i - 1]
+        extra += np.int64(
+            ((x == 32) | (np.uint8(x - 9) <= 4)) & ((y == 32) | (np.uint8(y - 9) <= 4))
+        )
+    return len(seg) - int(extra)
+
+
+@nb.njit(inline="always")
+def _step(data: U8, pos: int, end: int) -> tuple[int, int]:
+    """The normalized byte at raw ``pos`` (a whitespace run reads as one space) and the
+    raw position after it."""
+    b = data[pos]
+    pos += 1
+    if _collapsible(b):
+        while pos < end and _collapsible(data[pos]):
+            pos += 1
+        return 32, pos
+    return b, pos
+
+
+@_compiled
+def _same(a: U8, x: int, x_end: int, b: U8, y: int, y_end: int, count: int) -> tuple[int, int]:
+    """Compare ``count`` normalized bytes of ``a`` from raw ``x`` with ``b`` from raw
+    ``y``. Returns the raw position in ``b`` after them (-1: they differ) and the code
+    points compared."""
+    units = 0
+    for _ in range(count):
+        if x >= x_end or y >= y_end:
+            return -1, units
+        bx, x = _step(a, x, x_end)
+        by, y = _step(b, y, y_end)
+        if bx != by:
+            return -1, units
+        units += _lead(bx)
+    return y, units
+
+
+@_compiled
+def _contains_raw(
+    hay: U8, h0: int, h1: int, hn: int, needle: U8, n0: int, n1: int, nn: int, budget: int
+) -> int:
+    """Word-bounded containment of the normalized ``needle[n0:n1]`` (trimmed, normalized
+    length ``nn`` > 0) in the normalized ``hay[h0:h1]`` (likewise ``hn``), comparing on
+    the fly. 1: contained, 0: not, -1: over ``budget`` steps."""
+    slack = hn - nn
+    if slack < 0:
+        return 0
+    first = needle[n0]
+    y = h0
+    boundary = True
+    work = 0
+    for _ in range(slack + 1):
+        if boundary and hay[y] == first:
+            after, units = _same(needle, n0, n1, hay, y, h1, nn)
+            work += units
+            if after >= 0 and (after == h1 or _collapsible(hay[after])):
+                return 1
+        b, y = _step(hay, y, h1)
+        boundary = b == 32
+        work += 1
+        if work > budget:
+            return -1
+    return 0
+
+
+# --- distinct top-K ----------------------------------------------------------------------
+
+
+@_compiled
+def _walk(
+    address: I64,
+    length: I64,
+    query_start: Bools,
+    key: I64,
+    sim: F64,
+    top_k: int,
+    keys: int,
+    longest: int,
+) -> Bools:
+    """Rule 3's walk, every query at once: rows in ranking order per query; ``key`` is a
+    dense id of (query, entity, type), -1 for no entity. Returns the selected rows.
+
+    A candidate is compared only with the selected chunks of its own key (a chain per
+    key), by normalized length first, then on the fly; a pathological pair (many
+    near-matches) is settled by normalizing both and a linear-time search instead.
+    """
+    n = len(key)
+    selected = np.zeros(n, dtype=np.bool_)
+    last = np.full(keys, -1, dtype=np.int64)  # latest selected row per key
+    previous = np.full(n, -1, dtype=np.int64)  # the selected row before it, same key
+    trim_start = np.zeros(n, dtype=np.int64)
+    trim_end = np.zeros(n, dtype=np.int64)
+    norm_len = np.full(n, -1, dtype=np.int64)  # normalized length, once needed
+    hay = np.empty(max(1, longest), dtype=np.uint8)
+    cand = np.empty(max(1, longest), dtype=np.uint8)
+    fail = np.empty(max(1, longest), dtype=np.int64)
+    count = top_k
+    for r in range(n):
+        if query_start[r]:
+            count = 0
+        if count >= top_k:
+            continue
+        k = key[r]
+        repeated = False
+        if k >= 0:
+            s = last[k]
+            while s >= 0:
+                if sim[s] >= sim[r]:
+                    for row in (r, s):
+                        if norm_len[row] < 0:
+                            text = _text(address, length, row)
+                            t0, t1 = _trimmed(text, 0, len(text))
+                            trim_start[row], trim_end[row] = t0, t1
+                            norm_len[row] = _normalized_length(text, t0, t1)
+                    if norm_len[r] == 0:
+                        break
+                    needle = _text(address, length, r)
+                    haystack = _text(address, length, s)
+                    hit = _contains_raw(
+                        haystack,
+                        trim_start[s],
+                        trim_end[s],
+                        norm_len[s],
+                        needle,
+                        trim_start[r],
+                        trim_end[r],
+                        norm_len[r],
+                        8 * (norm_len[s] + norm_len[r]) + 64,
+                    )
+                    if hit < 0:
+                        nn = _normalize(needle, 0, len(needle), cand)
+                        hn = _normalize(haystack, 0, len(haystack), hay)
+                        _failure(cand, nn, fail)
+                        hit = 1 if _contains_words(hay, 0, hn, cand, nn, fail) else 0
+                    if hit == 1:
+                        repeated = True
+                        break
+                s = previous[s]
+        if not repeated:
+            selected[r] = True
+            count += 1
+            if k >= 0:
+                previous[r] = last[k]
+                last[k] = r
+    return selected
+
+
+def walk(texts: pl.Series, query_start: Bools, key: I64, sim: F64, top_k: int) -> Bools:
+    """The rows the distinct top-K walk selects (see :func:`_walk`); rows in walk order."""
+    address, length, _arrow = views(texts)
+    longest = int(length.max()) if len(length) else 0
+    keys = int(key.max()) + 1 if len(key) else 0
+    result: Bools = _walk(address, length, query_start, key, sim, top_k, max(keys, 1), longest)
+    del _arrow  # the buffers ``address`` points into lived until here
+    return result
+
+
+# --- merging -----------------------------------------------------------------------------
+
+
+@_compiled
+def _skip_units(data: U8, start: int, end: int, units: int) -> tuple[int, int]:
+    """The seed's walk: skip leading Java whitespace, then ``units`` characters, a
+    whitespace run counting as one. Returns the byte position and code points skipped."""
+    pos = start
+    skipped = 0
+    while pos < end:
+        cp, nxt = _decode(data, pos)
+        if not _java_whitespace(cp):
+            break
+        pos = nxt
+        skipped += 1
+    for _ in range(units):
+        if pos >= end:
+            break
+        cp, nxt = _decode(data, pos)
+        pos = nxt
+        skipped += 1
+        if _java_whitespace(cp):
+            while pos < end:
+                cp, nxt = _decode(data, pos)
+                if not _java_whitespace(cp):
+                    break
+                pos = nxt
+                skipped += 1
+    return pos, skipped
+
+
+@_compiled
+def _overlap_units(out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, budget: int) -> int:
+    """The seed's overlap length L (code points, 0: none) between the normalized block
+    text ``out[b0:b1]`` and chunk ``data[t0:t1]``, comparing on the fly.
+
+    The block's normalized tail is read backwards, nearest the end first, so the last
+    match is the longest; a place is compared in full only where its next 8 normalized
+    bytes equal the chunk's first 8 (kept packed in one integer). -1: over ``budget``.
+    """
+    e0, e1 = _trimmed(out, b0, b1)
+    x0, x1 = _trimmed(data, t0, t1)
+    if e1 == e0 or x1 == x0:
+        return 0
+    limit = _normalized_length(data, x0, x1)
+    if limit < MIN_OVERLAP:
+        return 0
+    eight = np.uint64(8)
+    head = np.uint64(0)
+    pos = x0
+    for i in range(8):  # limit >= MIN_OVERLAP > 8
+        v, pos = _step(data, pos, x1)
+        head |= np.uint64(v) << np.uint64(8 * i)
+    window = np.uint64(0)
+    best = 0
+    q = e1
+    distance = 0  # normalized bytes from q to the end of the block text
+    work = 0
+    while q > e0 and distance < limit:
+        q -= 1
+        v = out[q]
+        if _collapsible(v):
+            v = 32
+            while q > e0 and _collapsible(out[q - 1]):
+                q -= 1
+        window = (window << eight) | np.uint64(v)
+        distance += 1
+        if distance >= MIN_OVERLAP and window == head:
+            after, units = _same(out, q, e1, data, x0, x1, distance)
+            work += distance
+            if after >= 0:
+                best = units
+            if work > budget:
+                return -1
+    return best if best >= MIN_OVERLAP else 0
+
+
+@_compiled
+def _overlap_cut(
+    out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, nxt: U8, tail: U8, fail: I64
+) -> tuple[int, int]:
+    """``remove_overlap(out[b0:b1], data[t0:t1])`` (both non-empty): the byte position
+    in the chunk where the appended text starts, and the code points skipped; (-1, 0)
+    when no overlap is found (the seed appends "\n" + the whole chunk)."""
+    units = _overlap_units(out, b0, b1, data, t0, t1, 16 * (t1 - t0) + 256)
+    if units < 0:  # pathological text: normalize both, then a linear-time search
+        units = _overlap_kmp(out, b0, b1, data, t0, t1, nxt, tail, fail)
+    if units == 0:
+        return -1, 0
+    return _skip_units(data, t0, t1, units)
+
+
+@_compiled
+def _overlap_kmp(
+    out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, nxt: U8, tail: U8, fail: I64
+) -> int:
+    """:func:`_overlap_units` by normalizing both texts and Knuth-Morris-Pratt."""
+    nx = _normalize(data, t0, t1, nxt)
+    if nx < MIN_OVERLAP:
+        return 0
+    ne = _normalized_tail(out, b0, b1, nx, tail)
+    if ne < MIN_OVERLAP:
+        return 0
+    _failure(nxt, nx, fail)
+    q = 0
+    for i in range(nx - ne, nx):
+        b = tail[i]
+        while q > 0 and b != nxt[q]:
+            q = fail[q - 1]
+        if b == nxt[q]:
+            q += 1
+        if q == nx and i + 1 < nx:
+            q = fail[q - 1]
+    # q: the longest prefix of the chunk that the block ends with, in bytes
+    units = _code_points(nxt, 0, q)
+    return units if units >= MIN_OVERLAP else 0
+
+
+@_compiled
+def _offsets_cut(
+    data: U8, t0: int, t1: int, start: int, end: int, block_end: int
+) -> tuple[int, int]:
+    """``overlap="offsets"``: where the appended text starts (-1: "\\n" + the chunk)."""
+    if end <= block_end:
+        return t1, _code_points(data, t0, t1)
+    if start <= block_end:
+        units = block_end - start
+        pos = t0
+        skipped = 0
+        while pos < t1 and skipped < units:
+            pos += 1
+            while pos < t1 and not _lead(data[pos]):
+                pos += 1
+            skipped += 1
+        return pos, skipped
+    return -1, 0
+
+
+@nb.njit(inline="always")
+def _copy(source: U8, target: U8) -> None:
+    for i in range(len(source)):
+        target[i] = source[i]
+
+
+@_compiled
+def _merge(
+    address: I64,
+    length: I64,
+    group_start: Bools,
+    chunk_index: I64,
+    sim: F64,
+    rerank: F64,
+    max_gap: int,
+    cap: int,
+    by_offsets: bool,
+    start_char: I64,
+    end_char: I64,
+) -> tuple[Bools, U8, I64, I64, I64, F64, F64, I64, F64]:
+    """Rules 6-8 for every group at once: rows in merge order, ``group_start`` marking
+    each group's first row, ``rerank`` NaN where null.
+
+    Returns each row's "starts a block" flag, the block texts (UTF-8 bytes) and each
+    row's offsets into them (a block's text on its first row, empty on the others),
+    then, on each block's first row, its length in code points, end chunk index, max
+    and sum of similarity, chunk count and max rerank score (NaN: none).
+    """
+    n = len(chunk_index)
+    starts = np.zeros(n, dtype=np.bool_)
+    out = np.empty(length.sum() + n, dtype=np.uint8)
+    row_offsets = np.zeros(n + 1, dtype=np.int64)
+    block_chars = np.zeros(n, dtype=np.int64)
+    block_end = np.zeros(n, dtype=np.int64)
+    block_max = np.zeros(n, dtype=np.float64)
+    block_sum = np.zeros(n, dtype=np.float64)
+    block_count = np.zeros(n, dtype=np.int64)
+    block_rerank = np.full(n, np.nan, dtype=np.float64)
+    longest = max(1, length.max()) if n else 1
+    nxt = np.empty(longest, dtype=np.uint8)
+    tail = np.empty(longest, dtype=np.uint8)
+    fail = np.empty(longest, dtype=np.int64)
+    used = 0  # bytes written
+    b = -1  # the current block's first row
+    block_begin = 0  # the current block's first byte in out
+    chars = 0  # the current block's length in code points
+    char_end = 0
+    for r in range(n):
+        data = _text(address, length, r)
+        t0, t1 = 0, len(data)
+        append = False
+        cut = t0  # where the appended text starts; -1: "\n" + the whole chunk
+        skipped = 0
+        extra = 0
+        if not group_start[r] and b >= 0 and chunk_index[r] - block_end[b] <= max_gap:
+            if by_offsets:
+                cut, skipped = _offsets_cut(data, t0, t1, start_char[r], end_char[r], char_end)
+            elif used > block_begin and t1 > t0:
+                cut, skipped = _overlap_cut(out, block_begin, used, data, t0, t1, nxt, tail, fail)
+            total = _code_points(data, t0, t1)
+            extra = total + 1 if cut < 0 else total - skipped
+            append = chars + extra <= cap
+        if append:
+            if cut < 0:
+                out[used] = 10
+                used += 1
+                cut = t0
+            _copy(data[cut:t1], out[used:])
+            used += t1 - cut
+            chars += extra
+            block_end[b] = chunk_index[r]
+            char_end = max(char_end, end_char[r])
+            if sim[r] > block_max[b]:
+                block_max[b] = sim[r]
+            block_sum[b] += sim[r]
+            block_count[b] += 1
+            top_rerank = block_rerank[b]
+            if not np.isnan(rerank[r]) and (np.isnan(top_rerank) or rerank[r] > top_rerank):
+                block_rerank[b] = rerank[r]
+        else:
+            if b >= 0:
+                block_chars[b] = chars
+                row_offsets[b + 1 : r + 1] = used
+            starts[r] = True
+            b = r
+            block_begin = used
+            row_offsets[r] = used
+            _copy(data, out[used:])
+            used += t1
+            chars = _code_points(data, t0, t1)
+            char_end = end_char[r]
+            block_end[r] = chunk_index[r]
+            block_max[r] = sim[r]
+            block_sum[r] = sim[r]
+            block_count[r] = 1
+            block_rerank[r] = rerank[r]
+    if b >= 0:
+        block_chars[b] = chars
+        row_offsets[b + 1 :] = used
+    return (
+        starts,
+        out[:used],
+        row_offsets,
+        block_chars,
+        block_end,
+        block_max,
+        block_sum,
+        block_count,
+        block_rerank,
+    )
+
+
+MergeResult = tuple[Bools, U8, I64, I64, I64, F64, F64, I64, F64]
+
+
+def merge(
+    texts: pl.Series,
+    group_start: Bools,
+    chunk_index: I64,
+    sim: F64,
+    rerank: F64,
+    max_gap: int,
+    cap: int,
+    start_char: I64 | None = None,
+    end_char: I64 | None = None,
+) -> MergeResult:
+    """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given."""
+    address, length, _arrow = views(texts)
+    by_offsets = start_char is not None and end_char is not None
+    zeros = np.zeros(len(chunk_index), dtype=np.int64)
+    result: MergeResult = _merge(
+        address,
+        length,
+        group_start,
+        chunk_index,
+        sim,
+        rerank,
+        max_gap,
+        cap,
+        by_offsets,
+        start_char if start_char is not None else zeros,
+        end_char if end_char is not None else zeros,
+    )
+    del _arrow  # the buffers ``address`` points into lived until here
+    return result
+
+
+# --- Arrow buffers -----------------------------------------------------------------------
+
+
+def views(texts: pl.Series) -> tuple[I64, I64, list[Any]]:
+    """Where each string's UTF-8 bytes are, without copying them: their address and
+    length, read from the Arrow string views Polars exports; nulls read as "".
+
+    The third item holds the Arrow arrays that own the bytes: keep it alive while the
+    addresses are used.
+    """
+    if texts.null_count():
+        texts = texts.fill_null("")
+    arrow = texts.to_arrow(compat_level=pl.CompatLevel.newest())
+    chunks = arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]
+    chunks = [ch if ch.type == pa.string_view() else ch.cast(pa.string_view()) for ch in chunks]
+    addresses, lengths = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for chunk in chunks:
+        buffers = chunk.buffers()  # validity, views, data buffers
+        row = np.arange(chunk.offset, chunk.offset + len(chunk), dtype=np.int64)
+        view = np.frombuffer(buffers[1], dtype=np.uint32).reshape(-1, 4)[row]
+        length = view[:, 0].astype(np.int64)
+        inline = length <= 12  # short strings live inside their 16-byte view
+        base = np.array([b.address for b in buffers[2:]] + [0], dtype=np.int64)
+        outside = base[np.where(inline, len(base) - 1, view[:, 2])] + view[:, 3]
+        addresses.append(np.where(inline, buffers[1].address + 16 * row + 4, outside))
+        lengths.append(length)
+    return np.concatenate(addresses), np.concatenate(lengths), [arrow, chunks]
+
+
+def strings(data: U8, offsets: I64) -> pl.Series:
+    """A String Series over UTF-8 ``data`` split at ``offsets``."""
+    arr = pa.LargeStringArray.from_buffers(
+        len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data)
+    )
+    return pl.Series(arr)
