@@ -363,9 +363,14 @@ def _walk(
     return selected
 
 
-def walk(texts: pl.Series, query_start: Bools, key: I64, sim: F64, top_k: int) -> Bools:
-    """The rows the distinct top-K walk selects (see :func:`_walk`); rows in walk order."""
+def walk(
+    texts: pl.Series, order: I64, query_start: Bools, key: I64, sim: F64, top_k: int
+) -> Bools:
+    """The rows the distinct top-K walk selects (see :func:`_walk`): ``texts`` in any
+    row order, ``order`` the walk's order of its rows, the other arrays in walk order.
+    The result is in walk order."""
     address, length, _arrow = views(texts)
+    address, length = address[order], length[order]
     longest = int(length.max()) if len(length) else 0
     keys = int(key.max()) + 1 if len(key) else 0
     result: Bools = _walk(address, length, query_start, key, sim, top_k, max(keys, 1), longest)

@@ -86,7 +86,7 @@ def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
         query_start = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
         key = parts["key"].gather(order).to_numpy()
         sim = parts[SIM].gather(order).to_numpy()
-        chosen = walk(parts[c.TEXT].gather(order), query_start, key, sim, top_k)
+        chosen = walk(parts[c.TEXT], order, query_start, key, sim, top_k)
         selected = np.zeros(len(batch), dtype=np.bool_)
         selected[order] = chosen
         return pl.Series(batch.name, selected)
@@ -94,7 +94,7 @@ def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
     return kernel
 
 
-def _selected(reach: pl.LazyFrame, top_k: int) -> pl.Expr:
+def _selected(top_k: int) -> pl.Expr:
     """Rule 3: whether the walk selects each reachable row (rows in any order)."""
     entity = pl.struct(c.QUERY_ID, c.ENTITY_ID, c.ENTITY_TYPE).rank("dense").cast(pl.Int64) - 1
     key = pl.when(pl.col(c.ENTITY_ID).is_not_null()).then(entity).otherwise(-1)
@@ -144,7 +144,7 @@ def kept_chunks(
         .join(texts, on=on, how="left")
         .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero))
     )
-    selected = reach.filter(_selected(reach, top_k))
+    selected = reach.filter(_selected(top_k))
     n = pl.len().over(c.QUERY_ID)
     keep = pl.col(SIM) >= threshold_expr(n, top_k, min_similarity)
     first = pl.col(POS) == pl.col(POS).min().over(c.QUERY_ID)
