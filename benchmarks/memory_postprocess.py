@@ -5,7 +5,12 @@ variant runs in a fresh subprocess that loads the input into memory, resets the 
 RSS high-water mark (``/proc/self/clear_refs``; Linux), collects the engine's plan and
 reads ``VmHWM``: the peak is the high-water mark minus the RSS before the run (the input
 itself, already resident, is not counted). The input's Arrow size is the sum of its
-buffers (candidates + chunk store where one is used). Run::
+buffers (candidates + chunk store where one is used).
+
+Before measuring, each child runs ``postprocess`` once on two rows: the first call in
+a process loads the compiled kernels (numba's on-disk cache, or compiles them), a fixed
+cost of some tens of MiB that does not grow with the input. It is reported on its own
+("kernel load"), not in the ratio. Run::
 
     python benchmarks/memory_postprocess.py            # 10,000 queries x 100 = 1M rows
     python benchmarks/memory_postprocess.py --queries 200
@@ -36,13 +41,19 @@ candidates_path, chunks_path = sys.argv[1], sys.argv[2] or None
 candidates = pl.read_parquet(candidates_path)
 chunks = pl.read_parquet(chunks_path) if chunks_path else None
 arrow = candidates.to_arrow().nbytes + (chunks.to_arrow().nbytes if chunks is not None else 0)
+tiny = pl.DataFrame({"query_id": [1, 1], "doc_id": [1, 1], "chunk_index": [0, 1],
+                     "text": ["warm up " * 5, "up " * 9], "similarity": [0.9, 0.8]})
+loading = status()["VmRSS"]
+ragframe.postprocess(tiny).collect()
+loaded = status()["VmRSS"] - loading
 plan = ragframe.postprocess(candidates, ragframe.PostprocessConfig(), chunks=chunks)
 before = status()["VmRSS"]
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
 out = plan.collect()
 peak = status()["VmHWM"]
-print(json.dumps({"arrow": arrow, "rss_before": before, "peak": peak, "blocks": out.height}))
+print(json.dumps({"arrow": arrow, "rss_before": before, "peak": peak, "blocks": out.height,
+                  "kernel_load": loaded}))
 """
 
 
@@ -76,7 +87,8 @@ def main() -> int:
             print(
                 f"{variant:6} rows {data.rows:,}: input Arrow {m['arrow'] / 2**20:8.1f} MiB, "
                 f"peak over resident input {(m['peak'] - m['rss_before']) / 2**20:8.1f} MiB "
-                f"= {ratio:.2f}x (bar <= {BAR:g}x: {'ok' if ratio <= BAR else 'ABOVE BAR'})"
+                f"= {ratio:.2f}x (bar <= {BAR:g}x: {'ok' if ratio <= BAR else 'ABOVE BAR'}); "
+                f"kernel load before it {m['kernel_load'] / 2**20:.1f} MiB"
             )
     return 0 if worst <= BAR else 1
 
