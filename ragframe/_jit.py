@@ -363,9 +363,7 @@ def _walk(
     return selected
 
 
-def walk(
-    texts: pl.Series, order: I64, query_start: Bools, key: I64, sim: F64, top_k: int
-) -> Bools:
+def walk(texts: pl.Series, order: I64, query_start: Bools, key: I64, sim: F64, top_k: int) -> Bools:
     """The rows the distinct top-K walk selects (see :func:`_walk`): ``texts`` in any
     row order, ``order`` the walk's order of its rows, the other arrays in walk order.
     The result is in walk order."""

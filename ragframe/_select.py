@@ -1,12 +1,12 @@
 """Selection half of ``postprocess``: ranking, distinct top-K, adaptive threshold.
 
-SPEC 1, rules 1-4, for every query at once. The walk "skip a candidate repeated by an
-already-selected chunk, stop at top_k" is not sequential: containment and ``>=`` are
-transitive, so a candidate is repeated exactly when *any* earlier-ranked candidate of
-the same entity covers it. That is a self-join within (query, entity, type), limited to
-the prefix of each query's ranking that the walk can reach before top_k chunks are
-surely selected (the first candidate of an entity cannot be a repeat, whatever the text
-says). Only that prefix needs text.
+SPEC 1, rules 1-4, for every query at once. Ranking, the reachable prefix, the text
+join and the threshold are Polars expressions. The walk "skip a candidate repeated by
+an already-selected chunk, stop at top_k" runs in a compiled kernel
+(:func:`ragframe._jit.walk`) over the whole reachable prefix: the prefix of each query's
+ranking that the walk can reach before top_k chunks are surely selected (the first
+candidate of an entity cannot be a repeat, whatever the text says). Only that prefix
+needs text.
 """
 
 from __future__ import annotations
@@ -24,16 +24,10 @@ ROW = f"{TMP}row"
 SIM = f"{TMP}sim"
 SCORE = f"{TMP}score"
 POS = f"{TMP}pos"
-NORM = f"{TMP}norm"
-"""Normalized text (rule 7); null where no other chunk shares the group."""
 TYPE = f"{TMP}type"
 ENTITY = f"{TMP}entity"
-_RANK = f"{TMP}sel_rank"
 _KEEP = f"{TMP}keep"
 _SURE = f"{TMP}sure"
-_PARTNERED = f"{TMP}partnered"
-_HIT = f"{TMP}hit"
-ENTITY_KEY = (c.QUERY_ID, c.ENTITY_ID, c.ENTITY_TYPE)
 
 
 def signed_zero_free(expr: pl.Expr) -> pl.Expr:
