@@ -113,6 +113,32 @@ def _code_points(data: U8, start: int, end: int) -> int:
     return int(count)
 
 
+@nb.njit(inline="always")
+def _step(data: U8, pos: int, end: int) -> tuple[int, int]:
+    """The normalized byte at raw ``pos`` (a whitespace run reads as one space) and the
+    raw position after it."""
+    b = data[pos]
+    pos += 1
+    if _collapsible(b):
+        while pos < end and _collapsible(data[pos]):
+            pos += 1
+        return 32, pos
+    return b, pos
+
+
+@nb.njit(inline="always")
+def _step_back(data: U8, pos: int, start: int) -> tuple[int, int]:
+    """The normalized byte ending at raw ``pos`` (a whitespace run reads as one space)
+    and the raw position where it starts: :func:`_step` backwards."""
+    pos -= 1
+    b = data[pos]
+    if _collapsible(b):
+        while pos > start and _collapsible(data[pos - 1]):
+            pos -= 1
+        return 32, pos
+    return b, pos
+
+
 @_compiled
 def _normalize(data: U8, start: int, end: int, out: U8) -> int:
     """Rule 7's normalization of ``data[start:end]`` into ``out``; returns its length.
@@ -127,13 +153,7 @@ def _normalize(data: U8, start: int, end: int, out: U8) -> int:
     n = 0
     i = start
     while i < end:
-        b = data[i]
-        i += 1
-        if _collapsible(b):
-            b = 32
-            while i < end and _collapsible(data[i]):
-                i += 1
-        out[n] = b
+        out[n], i = _step(data, i, end)
         n += 1
     return n
 
@@ -147,12 +167,7 @@ def _normalized_tail(data: U8, start: int, end: int, want: int, out: U8) -> int:
     n = 0
     i = end
     while i > start and n < want:
-        i -= 1
-        b = data[i]
-        if _collapsible(b):
-            b = 32
-            while i > start and _collapsible(data[i - 1]):
-                i -= 1
+        b, i = _step_back(data, i, start)
         n += 1
         out[want - n] = b
     # what is left of the text may be only bytes the leading trim removes
@@ -221,19 +236,6 @@ def _normalized_length(data: U8, start: int, end: int) -> int:
             ((x == 32) | (np.uint8(x - 9) <= 4)) & ((y == 32) | (np.uint8(y - 9) <= 4))
         )
     return len(seg) - int(extra)
-
-
-@nb.njit(inline="always")
-def _step(data: U8, pos: int, end: int) -> tuple[int, int]:
-    """The normalized byte at raw ``pos`` (a whitespace run reads as one space) and the
-    raw position after it."""
-    b = data[pos]
-    pos += 1
-    if _collapsible(b):
-        while pos < end and _collapsible(data[pos]):
-            pos += 1
-        return 32, pos
-    return b, pos
 
 
 @_compiled
@@ -435,12 +437,7 @@ def _overlap_units(out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, budget
     distance = 0  # normalized bytes from q to the end of the block text
     work = 0
     while q > e0 and distance < limit:
-        q -= 1
-        v = out[q]
-        if _collapsible(v):
-            v = 32
-            while q > e0 and _collapsible(out[q - 1]):
-                q -= 1
+        v, q = _step_back(out, q, e0)
         window = (window << eight) | np.uint64(v)
         distance += 1
         if distance >= MIN_OVERLAP and window == head:

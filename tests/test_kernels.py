@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ragframe import _jit
+from ragframe._text import JAVA_WHITESPACE
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
 REPEATS = "a " * 300  # every other position starts a near-match
@@ -58,3 +59,8 @@ def test_overlap_gives_up_on_near_matches_and_the_fallback_decides(following: st
     df = frame([cand(1, REPEATS, 0.9, 0), cand(1, following, 0.8, 1)])
     cfg = config(5, 0.0, 1, 5, 10**6, 10**6)
     assert_same_rows(run_engine(df, cfg), run_reference(df, cfg))
+
+
+def test_compiled_java_whitespace_matches_the_reference_set() -> None:
+    for cp in range(0x3100):
+        assert _jit._java_whitespace(cp) == (chr(cp) in JAVA_WHITESPACE), hex(cp)
