@@ -59,6 +59,7 @@ U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
+WalkKeys = tuple[I64, I64, I64, bool, Bools, I64, I64]
 
 # --- bytes and code points -------------------------------------------------------------
 
@@ -286,96 +287,210 @@ def _contains_raw(
 # --- distinct top-K ----------------------------------------------------------------------
 
 
+@nb.njit(inline="always")
+def _same_bytes(address: I64, length: I64, a: int, b: int) -> bool:
+    """Whether rows ``a`` and ``b`` of a string column hold the same bytes."""
+    if length[a] != length[b]:
+        return False
+    x, y = _text(address, length, a), _text(address, length, b)
+    for i in range(len(x)):  # noqa: SIM110 -- compiled loop, no generator
+        if x[i] != y[i]:
+            return False
+    return True
+
+
+@nb.njit(inline="always")
+def _same_key(keys: WalkKeys, a: int, b: int) -> bool:
+    """Whether rows ``a`` and ``b`` (both with an entity) have the same entity and type."""
+    number, e_address, e_length, typed, t_valid, t_address, t_length = keys
+    if len(number):
+        if number[a] != number[b]:
+            return False
+    elif not _same_bytes(e_address, e_length, a, b):
+        return False
+    if typed:
+        if t_valid[a] != t_valid[b]:
+            return False
+        if t_valid[a] and not _same_bytes(t_address, t_length, a, b):
+            return False
+    return True
+
+
+@_compiled
+def _repeated(
+    address: I64,
+    length: I64,
+    r: int,
+    s: int,
+    trims: I64,
+    norm_len: I64,
+    scratch: tuple[U8, U8, I64],
+) -> bool:
+    """Whether selected row ``s`` repeats candidate ``r`` by text (rule 3): the
+    candidate's normalized text is non-empty and contained at word boundaries."""
+    for row in (r, s):
+        if norm_len[row] < 0:
+            text = _text(address, length, row)
+            t0, t1 = _trimmed(text, 0, len(text))
+            trims[row, 0], trims[row, 1] = t0, t1
+            norm_len[row] = _normalized_length(text, t0, t1)
+    if norm_len[r] == 0:
+        return False
+    needle = _text(address, length, r)
+    haystack = _text(address, length, s)
+    hit = _contains_raw(
+        haystack,
+        trims[s, 0],
+        trims[s, 1],
+        norm_len[s],
+        needle,
+        trims[r, 0],
+        trims[r, 1],
+        norm_len[r],
+        8 * (norm_len[s] + norm_len[r]) + 64,
+    )
+    if hit < 0:
+        hay, cand, fail = scratch
+        nn = _normalize(needle, 0, len(needle), cand)
+        hn = _normalize(haystack, 0, len(haystack), hay)
+        _failure(cand, nn, fail)
+        hit = 1 if _contains_words(hay, 0, hn, cand, nn, fail) else 0
+    return hit == 1
+
+
 @_compiled
 def _walk(
     address: I64,
     length: I64,
-    query_start: Bools,
-    key: I64,
+    order: I64,
+    pos: I64,
     sim: F64,
+    entity_null: Bools,
+    hashes: I64,
+    keys: WalkKeys,
     top_k: int,
-    keys: int,
-    longest: int,
-) -> Bools:
-    """Rule 3's walk, every query at once: rows in ranking order per query; ``key`` is a
-    dense id of (query, entity, type), -1 for no entity. Returns the selected rows.
+    slots: int,
+) -> tuple[I64, F64]:
+    """Rule 3's walk, every query at once, rows visited in ``order`` (ranking order per
+    query; a query starts where ``pos`` is 0). Returns per row the number of chunks its
+    query selected (0: the row is not selected) and the best similarity among them.
 
-    A candidate is compared only with the selected chunks of its own key (a chain per
-    key), by normalized length first, then on the fly; a pathological pair (many
+    A candidate is compared only with the selected chunks of its own (entity, type): a
+    chain per key, found in a per-query hash table (``hashes``, verified by
+    :func:`_same_key`, so a collision costs a probe, never a wrong answer). Texts are
+    compared by normalized length first, then on the fly; a pathological pair (many
     near-matches) is settled by normalizing both and a linear-time search instead.
     """
-    n = len(key)
-    selected = np.zeros(n, dtype=np.bool_)
-    last = np.full(keys, -1, dtype=np.int64)  # latest selected row per key
+    n = len(order)
+    count = np.zeros(n, dtype=np.int64)
+    best = np.zeros(n, dtype=np.float64)
     previous = np.full(n, -1, dtype=np.int64)  # the selected row before it, same key
-    trim_start = np.zeros(n, dtype=np.int64)
-    trim_end = np.zeros(n, dtype=np.int64)
+    trims = np.zeros((n, 2), dtype=np.int64)
     norm_len = np.full(n, -1, dtype=np.int64)  # normalized length, once needed
-    hay = np.empty(max(1, longest), dtype=np.uint8)
-    cand = np.empty(max(1, longest), dtype=np.uint8)
-    fail = np.empty(max(1, longest), dtype=np.int64)
-    count = top_k
-    for r in range(n):
-        if query_start[r]:
-            count = 0
-        if count >= top_k:
-            continue
-        k = key[r]
-        repeated = False
-        if k >= 0:
-            s = last[k]
-            while s >= 0:
-                if sim[s] >= sim[r]:
-                    for row in (r, s):
-                        if norm_len[row] < 0:
-                            text = _text(address, length, row)
-                            t0, t1 = _trimmed(text, 0, len(text))
-                            trim_start[row], trim_end[row] = t0, t1
-                            norm_len[row] = _normalized_length(text, t0, t1)
-                    if norm_len[r] == 0:
-                        break
-                    needle = _text(address, length, r)
-                    haystack = _text(address, length, s)
-                    hit = _contains_raw(
-                        haystack,
-                        trim_start[s],
-                        trim_end[s],
-                        norm_len[s],
-                        needle,
-                        trim_start[r],
-                        trim_end[r],
-                        norm_len[r],
-                        8 * (norm_len[s] + norm_len[r]) + 64,
-                    )
-                    if hit < 0:
-                        nn = _normalize(needle, 0, len(needle), cand)
-                        hn = _normalize(haystack, 0, len(haystack), hay)
-                        _failure(cand, nn, fail)
-                        hit = 1 if _contains_words(hay, 0, hn, cand, nn, fail) else 0
-                    if hit == 1:
+    longest = max(1, int(length.max())) if n else 1
+    scratch = (
+        np.empty(longest, dtype=np.uint8),
+        np.empty(longest, dtype=np.uint8),
+        np.empty(longest, dtype=np.int64),
+    )
+    table = np.full(slots, -1, dtype=np.int64)  # latest selected row per key, this query
+    used = np.empty(slots, dtype=np.int64)
+    mask = slots - 1
+    i = 0
+    while i < n:
+        first = i  # the query's rows are order[first:i] once it is walked
+        picked = 0
+        top = -np.inf
+        filled = 0
+        while i < n and (i == first or pos[order[i]] != 0):
+            r = order[i]
+            i += 1
+            if picked >= top_k:
+                continue
+            repeated = False
+            slot = -1
+            if not entity_null[r]:
+                slot = hashes[r] & mask
+                while table[slot] >= 0 and not (
+                    hashes[table[slot]] == hashes[r] and _same_key(keys, table[slot], r)
+                ):
+                    slot = (slot + 1) & mask
+                s = table[slot]
+                while s >= 0:
+                    if sim[s] >= sim[r] and _repeated(
+                        address, length, r, s, trims, norm_len, scratch
+                    ):
                         repeated = True
                         break
-                s = previous[s]
-        if not repeated:
-            selected[r] = True
-            count += 1
-            if k >= 0:
-                previous[r] = last[k]
-                last[k] = r
-    return selected
+                    s = previous[s]
+            if repeated:
+                continue
+            picked += 1
+            count[r] = -1
+            top = max(top, sim[r])
+            if slot >= 0:
+                if table[slot] < 0:
+                    used[filled] = slot
+                    filled += 1
+                previous[r] = table[slot]
+                table[slot] = r
+        for j in range(first, i):
+            r = order[j]
+            if count[r] < 0:
+                count[r] = picked
+                best[r] = top
+        for j in range(filled):
+            table[used[j]] = -1
+    return count, best
 
 
-def walk(texts: pl.Series, order: I64, query_start: Bools, key: I64, sim: F64, top_k: int) -> Bools:
-    """The rows the distinct top-K walk selects (see :func:`_walk`): ``texts`` in any
-    row order, ``order`` the walk's order of its rows, the other arrays in walk order.
-    The result is in walk order."""
-    address, length, _arrow = views(texts)
-    address, length = address[order], length[order]
-    longest = int(length.max()) if len(length) else 0
-    keys = int(key.max()) + 1 if len(key) else 0
-    result: Bools = _walk(address, length, query_start, key, sim, top_k, max(keys, 1), longest)
-    del _arrow  # the buffers ``address`` points into lived until here
+def walk(
+    texts: pl.Series,
+    rank: I64,
+    pos: I64,
+    sim: F64,
+    entity: pl.Series,
+    entity_type: pl.Series,
+    hashes: I64,
+    top_k: int,
+) -> tuple[I64, F64]:
+    """The distinct top-K walk (see :func:`_walk`) over columns in any row order:
+    ``rank`` orders the rows (ranking order, each query's rows together), ``pos`` is
+    the position in the query's ranking, ``hashes`` hash (entity, type)."""
+    address, length, alive = views(texts)
+    order = np.arange(len(rank), dtype=np.int64)
+    if len(rank) > 1 and not bool((rank[1:] > rank[:-1]).all()):
+        order = np.argsort(rank, kind="stable")
+    keys, more = _walk_keys(entity, entity_type)
+    widest = int(pos.max()) + 1 if len(pos) else 1  # rows of the largest query
+    slots = 1 << (2 * widest).bit_length()
+    result = _walk(
+        address, length, order, pos, sim, entity.is_null().to_numpy(), hashes, keys, top_k, slots
+    )
+    del alive, more  # the buffers the addresses point into lived until here
     return result
+
+
+def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, list[Any]]:
+    """What :func:`_same_key` compares: the entity (numbers or string bytes) and the
+    type (validity and bytes; nothing when every type is null)."""
+    none = np.zeros(0, dtype=np.int64)
+    alive: list[Any] = []
+    if entity.dtype == pl.String:
+        number = none
+        e_address, e_length, kept = views(entity)
+        alive.append(kept)
+    else:
+        number = entity.fill_null(0).cast(pl.Int64).to_numpy()
+        e_address, e_length = none, none
+    typed = entity_type.null_count() < len(entity_type)
+    if typed:
+        t_valid = entity_type.is_not_null().to_numpy()
+        t_address, t_length, kept = views(entity_type)
+        alive.append(kept)
+    else:
+        t_valid, t_address, t_length = np.zeros(0, dtype=np.bool_), none, none
+    return (number, e_address, e_length, typed, t_valid, t_address, t_length), alive
 
 
 # --- merging -----------------------------------------------------------------------------

@@ -26,8 +26,12 @@ SCORE = f"{TMP}score"
 POS = f"{TMP}pos"
 TYPE = f"{TMP}type"
 ENTITY = f"{TMP}entity"
-_KEEP = f"{TMP}keep"
+RANK = f"{TMP}rank"
 _SURE = f"{TMP}sure"
+_HASH = f"{TMP}hash"
+_WALK = f"{TMP}walk"
+_COUNT = "count"
+_BEST = "best"
 
 
 def signed_zero_free(expr: pl.Expr) -> pl.Expr:
@@ -52,7 +56,9 @@ def _ranked(lf: pl.LazyFrame) -> pl.LazyFrame:
         lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(SIM))
         .with_columns(signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM)).alias(SCORE))
         .sort([c.QUERY_ID, SCORE], descending=[False, True], maintain_order=True)
-        .with_columns(segment_index(c.QUERY_ID).alias(POS))
+        .with_columns(
+            segment_index(c.QUERY_ID).alias(POS), pl.int_range(pl.len(), dtype=pl.Int64).alias(RANK)
+        )
     )
 
 
@@ -71,35 +77,39 @@ def _reachable(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
 
 
 def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
-    """Rule 3 as a kernel over whole columns: the rows the distinct top-K walk selects."""
+    """Rule 3 as a kernel over whole columns: per row, how many chunks its query
+    selects (0: not selected) and the best similarity among them."""
 
     def kernel(batch: pl.Series) -> pl.Series:
         parts = batch.struct.unnest()
-        order = parts["order"].to_numpy()
-        query = parts[c.QUERY_ID].gather(order)
-        query_start = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
-        key = parts["key"].gather(order).to_numpy()
-        sim = parts[SIM].gather(order).to_numpy()
-        chosen = walk(parts[c.TEXT], order, query_start, key, sim, top_k)
-        selected = np.zeros(len(batch), dtype=np.bool_)
-        selected[order] = chosen
-        return pl.Series(batch.name, selected)
+        count, best = walk(
+            parts[c.TEXT],
+            parts[RANK].to_numpy(),
+            parts[POS].to_numpy(),
+            parts[SIM].to_numpy(),
+            parts[c.ENTITY_ID],
+            parts[c.ENTITY_TYPE],
+            parts[_HASH].to_numpy().view(np.int64),
+            top_k,
+        )
+        return pl.DataFrame({_COUNT: count, _BEST: best}).to_struct(batch.name)
 
     return kernel
 
 
-def _selected(top_k: int) -> pl.Expr:
-    """Rule 3: whether the walk selects each reachable row (rows in any order)."""
-    entity = pl.struct(c.QUERY_ID, c.ENTITY_ID, c.ENTITY_TYPE).rank("dense").cast(pl.Int64) - 1
-    key = pl.when(pl.col(c.ENTITY_ID).is_not_null()).then(entity).otherwise(-1)
+def _walked(top_k: int) -> pl.Expr:
+    """Rule 3 over the reachable rows (in any order): struct of ``_COUNT``, ``_BEST``."""
     inputs = pl.struct(
-        pl.arg_sort_by(c.QUERY_ID, POS).alias("order"),
-        c.QUERY_ID,
-        key.alias("key"),
-        SIM,
         c.TEXT,
+        RANK,
+        POS,
+        SIM,
+        c.ENTITY_ID,
+        c.ENTITY_TYPE,
+        pl.struct(c.ENTITY_ID, c.ENTITY_TYPE).hash().alias(_HASH),
     )
-    return inputs.map_batches(_walk_kernel(top_k), return_dtype=pl.Boolean)
+    dtype = pl.Struct({_COUNT: pl.Int64, _BEST: pl.Float64})
+    return inputs.map_batches(_walk_kernel(top_k), return_dtype=dtype)
 
 
 def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.Expr:
@@ -138,9 +148,8 @@ def kept_chunks(
         .join(texts, on=on, how="left")
         .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero))
     )
-    selected = reach.filter(_selected(top_k))
-    n = pl.len().over(c.QUERY_ID)
-    keep = pl.col(SIM) >= threshold_expr(n, top_k, min_similarity)
-    first = pl.col(POS) == pl.col(POS).min().over(c.QUERY_ID)
-    fallback = ~pl.col(_KEEP).any().over(c.QUERY_ID) & first
-    return selected.with_columns(keep.alias(_KEEP)).filter(pl.col(_KEEP) | fallback).drop(_KEEP)
+    walked = pl.col(_WALK).struct.field
+    count, t = walked(_COUNT), threshold_expr(walked(_COUNT), top_k, min_similarity)
+    # rule 4's fallback: the first selected chunk is the query's first candidate
+    keep = (count > 0) & ((pl.col(SIM) >= t) | ((pl.col(POS) == 0) & (walked(_BEST) < t)))
+    return reach.with_columns(_walked(top_k).alias(_WALK)).filter(keep).drop(_WALK)

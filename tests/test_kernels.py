@@ -9,6 +9,7 @@ that the engine still equals the reference.
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 
 from ragframe import _jit
@@ -64,3 +65,24 @@ def test_overlap_gives_up_on_near_matches_and_the_fallback_decides(following: st
 def test_compiled_java_whitespace_matches_the_reference_set() -> None:
     for cp in range(0x3100):
         assert _jit._java_whitespace(cp) == (chr(cp) in JAVA_WHITESPACE), hex(cp)
+
+
+@pytest.mark.parametrize("ids", [pl.Int64, pl.String])
+@pytest.mark.parametrize("hashes", ["real", "all_equal"])
+def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], hashes: str) -> None:
+    """The walk finds a candidate's chain by a hash of (entity, type) and verifies the
+    key itself, so keys that collide (here: every hash equal) never share a chain."""
+    entity = pl.Series([1, 2, 1, 1, 1, None, None], dtype=pl.Int64).cast(ids)
+    entity_type = pl.Series([None, None, "faq", None, "", None, None], dtype=pl.String)
+    texts = pl.Series(["same words"] * 7)
+    # ranked last, row 0 repeats row 3 (entity 1, no type); row 4's type "" is another
+    # key (null equals only null); rows without an entity never repeat
+    hashed = pl.DataFrame({"e": entity, "t": entity_type}).to_struct().hash().to_numpy()
+    keys = hashed.view(np.int64) if hashes == "real" else np.zeros(7, dtype=np.int64)
+    rank = np.arange(7, dtype=np.int64)[::-1].copy()  # rows in reverse ranking order
+    pos = rank.copy()
+    sim = np.linspace(0.1, 0.7, 7)  # the first-ranked row (last) has the highest
+    count, best = _jit.walk(texts, rank, pos, sim, entity, entity_type, keys, top_k=10)
+    selected = [1, 2, 3, 4, 5, 6]
+    assert count.tolist() == [6 if r in selected else 0 for r in range(7)]
+    assert best.tolist() == [0.7 if r in selected else 0.0 for r in range(7)]
