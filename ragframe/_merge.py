@@ -15,14 +15,16 @@ import pyarrow as pa
 
 from ragframe import schema as c
 from ragframe._jit import merge, strings
-from ragframe._select import ENTITY, POS, ROW, SIM, TYPE, segment_index
+from ragframe._select import ENTITY, POS, ROW, SIM, TYPE
 from ragframe.schema import TMP
 
-SEQ = f"{TMP}seq"
-FIRST_SEQ = f"{TMP}first_seq"
+GROUP_CHUNK = f"{TMP}group_chunk"
+GROUP_POS = f"{TMP}group_pos"
 GROUP_START = f"{TMP}group_start"
 BLOCK = f"{TMP}block"
 _KERNEL = f"{TMP}kernel"
+GROUP_ORDER = [c.ENTITY_ID, GROUP_CHUNK, GROUP_POS, BLOCK]
+"""Rule 9's tie-break among blocks of a query: group order, then block order."""
 _START = "start"
 
 _OUTPUT = pl.Struct(
@@ -39,21 +41,28 @@ _OUTPUT = pl.Struct(
 )
 
 
-def _sequenced(kept: pl.LazyFrame) -> pl.LazyFrame:
-    """Rule 5: sort by (entity, chunk index); a group is ordered by its first position."""
+def _grouped(kept: pl.LazyFrame) -> pl.LazyFrame:
+    """Rule 5: each group's chunks together, in (chunk index, ranking) order, and the
+    group's first chunk index and position, which order the groups.
+
+    The sequence of rule 5 sorts by (entity, chunk index), ties in ranking order; a
+    group's rows share its entity, so its first appearance there is its row with the
+    least (chunk index, position), and groups appear in (entity, that row) order. One
+    sort by (entity, type, chunk index, position) thus brings each group together in
+    merge order; the order of groups matters only to rule 9's tie-break.
+    """
+    row = pl.int_range(pl.len())
+    key = [c.QUERY_ID, ENTITY, TYPE]
+    start = pl.any_horizontal(row == 0, *(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in key))
+    first = pl.col(GROUP_START)
     return (
-        kept.sort([c.QUERY_ID, ENTITY, c.CHUNK_INDEX, POS])
-        .with_columns(segment_index(c.QUERY_ID).alias(SEQ))
-        .with_columns(pl.col(SEQ).min().over(c.QUERY_ID, TYPE, ENTITY).alias(FIRST_SEQ))
+        kept.sort([*key, c.CHUNK_INDEX, POS])
+        .with_columns(start.alias(GROUP_START))
+        .with_columns(
+            pl.when(first).then(pl.col(c.CHUNK_INDEX)).forward_fill().alias(GROUP_CHUNK),
+            pl.when(first).then(pl.col(POS)).forward_fill().alias(GROUP_POS),
+        )
     )
-
-
-def _grouped(seq: pl.LazyFrame) -> pl.LazyFrame:
-    """Rule 5: each group's chunks together, groups in first-seen order."""
-    first = pl.int_range(pl.len()) == 0
-    start = first | pl.col(c.QUERY_ID).ne_missing(pl.col(c.QUERY_ID).shift(1))
-    start = start | (pl.col(FIRST_SEQ) != pl.col(FIRST_SEQ).shift(1))
-    return seq.sort([c.QUERY_ID, FIRST_SEQ, SEQ]).with_columns(start.alias(GROUP_START))
 
 
 def _merge_kernel(max_gap: int, cap: int, by_offsets: bool) -> Callable[[pl.Series], pl.Series]:
@@ -108,8 +117,8 @@ def _list_offsets(start: np.ndarray, count: np.ndarray) -> np.ndarray:
 
 
 def blocks(kept: pl.LazyFrame, max_gap: int, cap: int, overlap: str = "text") -> pl.LazyFrame:
-    """Rules 5-8: one row per block; (``FIRST_SEQ``, ``BLOCK``) orders blocks by group,
-    then by position in the group.
+    """Rules 5-8: one row per block; :data:`GROUP_ORDER` orders blocks by group, then
+    by position in the group.
 
     ``ROW`` is the input row of each block's first chunk. Row order is not kept.
     """
@@ -125,7 +134,7 @@ def blocks(kept: pl.LazyFrame, max_gap: int, cap: int, overlap: str = "text") ->
     kernel = inputs.map_batches(_merge_kernel(max_gap, cap, by_offsets), return_dtype=_OUTPUT)
     field = pl.col(_KERNEL).struct.field
     return (
-        _grouped(_sequenced(kept))
+        _grouped(kept)
         .with_columns(kernel.alias(_KERNEL))
         .filter(field(_START))
         .select(
@@ -143,6 +152,7 @@ def blocks(kept: pl.LazyFrame, max_gap: int, cap: int, overlap: str = "text") ->
             pl.coalesce(field(c.RERANK_SCORE), field(c.MAX_SIMILARITY)).alias(c.RANKING_SCORE),
             field(c.CHUNK_INDEXES),
             ROW,
-            FIRST_SEQ,
+            GROUP_CHUNK,
+            GROUP_POS,
         )
     )

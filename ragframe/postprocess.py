@@ -98,10 +98,9 @@ def _budget(
         [
             c.QUERY_ID,
             _select.signed_zero_free(pl.col(c.RANKING_SCORE)),
-            _merge.FIRST_SEQ,
-            _merge.BLOCK,
+            *_merge.GROUP_ORDER,
         ],
-        descending=[False, True, False, False],
+        descending=[False, True] + [False] * len(_merge.GROUP_ORDER),
     ).with_columns(
         pl.int_range(pl.len()).over(c.QUERY_ID).alias(c.BLOCK_RANK),
         pl.col(c.TEXT).str.len_chars().cast(pl.Int64).alias(_LEN),
