@@ -26,11 +26,14 @@ _KERNEL = f"{TMP}kernel"
 GROUP_ORDER = [c.ENTITY_ID, GROUP_CHUNK, GROUP_POS, BLOCK]
 """Rule 9's tie-break among blocks of a query: group order, then block order."""
 _START = "start"
+CHARS = f"{TMP}chars"
+"""A block's length in code points."""
 
 _OUTPUT = pl.Struct(
     {
         _START: pl.Boolean,
         c.TEXT: pl.String,
+        CHARS: pl.Int64,
         c.END_CHUNK_INDEX: pl.Int64,
         c.MAX_SIMILARITY: pl.Float64,
         c.AVG_SIMILARITY: pl.Float64,
@@ -76,7 +79,7 @@ def _merge_kernel(max_gap: int, cap: int, by_offsets: bool) -> Callable[[pl.Seri
             if by_offsets
             else (None, None)
         )
-        start, text, text_offsets, _, end, top, total, count, rerank = merge(
+        start, text, text_offsets, chars, end, top, total, count, rerank = merge(
             parts[c.TEXT],
             parts[GROUP_START].to_numpy(),
             chunk_index,
@@ -94,6 +97,7 @@ def _merge_kernel(max_gap: int, cap: int, by_offsets: bool) -> Callable[[pl.Seri
             {
                 _START: start,
                 c.TEXT: strings(text, text_offsets),
+                CHARS: chars,
                 c.END_CHUNK_INDEX: end,
                 c.MAX_SIMILARITY: top,
                 c.AVG_SIMILARITY: total / np.maximum(count, 1),
@@ -145,6 +149,7 @@ def blocks(kept: pl.LazyFrame, max_gap: int, cap: int, overlap: str = "text") ->
             pl.col(c.CHUNK_INDEX).alias(c.START_CHUNK_INDEX),
             field(c.END_CHUNK_INDEX),
             field(c.TEXT),
+            field(CHARS),
             field(c.MAX_SIMILARITY),
             field(c.AVG_SIMILARITY),
             field(c.SOURCE_CHUNK_COUNT),

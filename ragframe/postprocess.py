@@ -15,7 +15,7 @@ from ragframe._select import ROW
 from ragframe._text import JAVA_WHITESPACE, TRIM_CHARS, TRUNCATE_LOOKBACK
 from ragframe.config import check_int, check_unit_float
 from ragframe.errors import ConfigError
-from ragframe.schema import TMP, Frame, to_lazy
+from ragframe.schema import Frame, to_lazy
 
 OverlapMode = Literal["text", "offsets"]
 
@@ -87,9 +87,6 @@ def _truncate_expr(text: pl.Expr, limit: int) -> pl.Expr:
     return text.str.slice(0, cut).str.strip_chars(TRIM_CHARS)
 
 
-_ORDER, _LEN = f"{TMP}order", f"{TMP}len"
-
-
 def _budget(
     blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]
 ) -> pl.LazyFrame:
@@ -101,20 +98,27 @@ def _budget(
             *_merge.GROUP_ORDER,
         ],
         descending=[False, True] + [False] * len(_merge.GROUP_ORDER),
-    ).with_columns(
-        pl.int_range(pl.len()).over(c.QUERY_ID).alias(c.BLOCK_RANK),
-        pl.col(c.TEXT).str.len_chars().cast(pl.Int64).alias(_LEN),
-    )
-    total = pl.col(_LEN).cum_sum().over(c.QUERY_ID)
+    ).with_columns(pl.int_range(pl.len()).over(c.QUERY_ID).alias(c.BLOCK_RANK))
+    length = pl.col(_merge.CHARS)
+    total = length.cum_sum().over(c.QUERY_ID)
     fits = (pl.col(c.BLOCK_RANK) < config.max_blocks) & (
         (total <= config.max_characters) | (pl.col(c.BLOCK_RANK) == 0)
     )
-    truncated = pl.col(_LEN) > config.max_characters
-    text = pl.when(truncated).then(_truncate_expr(pl.col(c.TEXT), config.max_characters))
+    truncated = length > config.max_characters
+    # only the rare truncated block pays for the cut: every other row cuts ""
+    cut = _truncate_expr(
+        pl.when(truncated).then(c.TEXT).otherwise(pl.lit("")), config.max_characters
+    )
     return (
         ranked.filter(fits)
-        .with_columns(text.otherwise(pl.col(c.TEXT)).alias(c.TEXT), truncated.alias(c.TRUNCATED))
-        .with_columns(pl.col(c.TEXT).str.len_chars().cast(pl.Int64).alias(c.CHAR_COUNT))
+        .with_columns(pl.when(truncated).then(cut).otherwise(c.TEXT).alias(c.TEXT))
+        .with_columns(
+            truncated.alias(c.TRUNCATED),
+            pl.when(truncated)
+            .then(pl.col(c.TEXT).str.len_chars().cast(pl.Int64))
+            .otherwise(length)
+            .alias(c.CHAR_COUNT),
+        )
         .select(*c.BLOCK_COLUMNS, *passthrough)
     )
 
