@@ -540,6 +540,11 @@ def _overlap_units(out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, budget
     limit = _normalized_length(data, x0, x1)
     if limit < MIN_OVERLAP:
         return 0
+    tail = max(e0, e1 - limit)
+    if limit == x1 - x0 and _normalized_length(out, tail, e1) == e1 - tail:
+        # no whitespace run in the chunk or in the block's last ``limit`` bytes, so
+        # normalized and raw positions agree: compare raw bytes, runs mapped to " "
+        return _overlap_plain(out[tail:e1], data[x0:x1], budget)
     eight = np.uint64(8)
     head = np.uint64(0)
     pos = x0
@@ -563,6 +568,36 @@ def _overlap_units(out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, budget
             if work > budget:
                 return -1
     return best if best >= MIN_OVERLAP else 0
+
+
+@nb.njit(inline="always")
+def _space(b: int) -> np.uint64:
+    """A raw byte as normalization reads it where no run is longer than one byte."""
+    return np.uint64(32) if _collapsible(b) else np.uint64(b)
+
+
+@_compiled
+def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
+    """:func:`_overlap_units` where raw bytes are normalized bytes (no whitespace run
+    in ``tail``, the block's last bytes, or in ``chunk``; both trimmed): the earliest
+    place in ``tail`` whose rest is a prefix of ``chunk`` gives the longest overlap."""
+    n, m = len(tail), len(chunk)
+    first = chunk[0]  # not whitespace: the chunk is trimmed
+    work = 0
+    for q in range(max(0, n - m), n - MIN_OVERLAP + 1):
+        if tail[q] != first:
+            continue
+        distance = n - q
+        j = 1
+        while j < distance and _space(tail[q + j]) == _space(chunk[j]):
+            j += 1
+        if j == distance:
+            units = _code_points(chunk, 0, distance)
+            return units if units >= MIN_OVERLAP else 0
+        work += j
+        if work > budget:
+            return -1
+    return 0
 
 
 @_compiled

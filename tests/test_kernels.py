@@ -47,17 +47,30 @@ def test_containment_gives_up_on_near_matches_and_the_fallback_decides(
 
 
 @pytest.mark.parametrize(
+    ("block", "plain"),
+    [(REPEATS, True), ("a  " * 300, False)],
+    ids=["single_spaces", "whitespace_runs"],
+)
+@pytest.mark.parametrize(
     "following",
     ["a " * 150 + "b c d e f g h", "a " * 150, "b " + "a " * 200],
     ids=["overlap_then_new_words", "all_overlap", "no_overlap"],
 )
-def test_overlap_gives_up_on_near_matches_and_the_fallback_decides(following: str) -> None:
-    block = _bytes(REPEATS)
-    chunk = _bytes(following)
-    budget_hit = _jit._overlap_units(block, 0, len(block), chunk, 0, len(chunk), 64)
-    if following.startswith("a"):
-        assert budget_hit == -1
-    df = frame([cand(1, REPEATS, 0.9, 0), cand(1, following, 0.8, 1)])
+def test_overlap_gives_up_on_near_matches_and_the_fallback_decides(
+    block: str, plain: bool, following: str
+) -> None:
+    """Without whitespace runs the overlap search compares raw bytes from the earliest
+    place (the first full match is the longest); with runs it scans normalized bytes
+    backwards. Both give up past the work budget when every place nearly matches."""
+    b, chunk = _bytes(block), _bytes(following)
+    units = _jit._overlap_units(b, 0, len(b), chunk, 0, len(chunk), 64)
+    if following.startswith("b"):
+        assert units == 0
+    elif plain and following == "a " * 150:
+        assert units == len(following.strip())  # found at the first place tried
+    else:
+        assert units == -1
+    df = frame([cand(1, block, 0.9, 0), cand(1, following, 0.8, 1)])
     cfg = config(5, 0.0, 1, 5, 10**6, 10**6)
     assert_same_rows(run_engine(df, cfg), run_reference(df, cfg))
 
