@@ -7,7 +7,7 @@ with resets) runs in one compiled pass over every group (:func:`ragframe._jit.me
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -120,11 +120,18 @@ def _list_offsets(start: np.ndarray, count: np.ndarray) -> np.ndarray:
     return out
 
 
-def blocks(kept: pl.LazyFrame, max_gap: int, cap: int, overlap: str = "text") -> pl.LazyFrame:
+def blocks(
+    kept: pl.LazyFrame,
+    max_gap: int,
+    cap: int,
+    overlap: str = "text",
+    passthrough: Sequence[str] = (),
+) -> pl.LazyFrame:
     """Rules 5-8: one row per block; :data:`GROUP_ORDER` orders blocks by group, then
     by position in the group.
 
-    ``ROW`` is the input row of each block's first chunk. Row order is not kept.
+    ``ROW`` is the input row of each block's first chunk, and the ``passthrough``
+    columns come from it. Row order is not kept.
     """
     by_offsets = overlap == "offsets"
     inputs = pl.struct(
@@ -159,5 +166,6 @@ def blocks(kept: pl.LazyFrame, max_gap: int, cap: int, overlap: str = "text") ->
             ROW,
             GROUP_CHUNK,
             GROUP_POS,
+            *passthrough,
         )
     )

@@ -181,10 +181,8 @@ def postprocess(
         texts = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
         on = [c.ENTITY_ID, c.CHUNK_INDEX]
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
-    slim = lf.select(ROW, *_inputs.KNOWN)
+    slim = lf.select(ROW, *_inputs.KNOWN, *passthrough)  # passthrough rides along
     kept = _select.kept_chunks(slim, texts, on, zero, config.top_k, config.min_similarity)
     cap = config.max_merged_block_characters
-    blocks = _merge.blocks(kept, config.max_chunk_gap, cap, config.overlap)
-    if passthrough:
-        blocks = blocks.join(lf.select(ROW, *passthrough), on=ROW, how="left")
+    blocks = _merge.blocks(kept, config.max_chunk_gap, cap, config.overlap, passthrough)
     return _budget(blocks, config, passthrough)
