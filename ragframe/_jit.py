@@ -778,6 +778,7 @@ MergeResult = tuple[Bools, U8, I64, I64, I64, F64, F64, I64, F64]
 
 def merge(
     texts: pl.Series,
+    order: I64,
     group_start: Bools,
     chunk_index: I64,
     sim: F64,
@@ -787,8 +788,11 @@ def merge(
     start_char: I64 | None = None,
     end_char: I64 | None = None,
 ) -> MergeResult:
-    """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given."""
+    """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given.
+    ``texts`` in any row order, ``order`` their rows in merge order; the other arrays
+    are in merge order."""
     address, length, _arrow = views(texts)
+    address, length = address[order], length[order]
     by_offsets = start_char is not None and end_char is not None
     zeros = np.zeros(len(chunk_index), dtype=np.int64)
     result: MergeResult = _merge(

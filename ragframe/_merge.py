@@ -21,6 +21,7 @@ from ragframe.schema import TMP
 GROUP_CHUNK = f"{TMP}group_chunk"
 GROUP_POS = f"{TMP}group_pos"
 GROUP_START = f"{TMP}group_start"
+MERGE_ORDER = f"{TMP}merge_order"
 BLOCK = f"{TMP}block"
 _KERNEL = f"{TMP}kernel"
 GROUP_ORDER = [c.ENTITY_ID, GROUP_CHUNK, GROUP_POS, BLOCK]
@@ -44,22 +45,28 @@ _OUTPUT = pl.Struct(
 )
 
 
-def _grouped(kept: pl.LazyFrame) -> pl.LazyFrame:
+def _grouped(kept: pl.LazyFrame, carry: Sequence[str]) -> pl.LazyFrame:
     """Rule 5: each group's chunks together, in (chunk index, ranking) order, and the
     group's first chunk index and position, which order the groups.
 
     The sequence of rule 5 sorts by (entity, chunk index), ties in ranking order; a
     group's rows share its entity, so its first appearance there is its row with the
     least (chunk index, position), and groups appear in (entity, that row) order. One
-    sort by (entity, type, chunk index, position) thus brings each group together in
+    order by (entity, type, chunk index, position) thus brings each group together in
     merge order; the order of groups matters only to rule 9's tie-break.
+
+    The ``carry`` columns are gathered into merge order; ``text`` stays where it is
+    (moving strings costs more than moving numbers) and ``MERGE_ORDER`` says, per
+    merge position, which row's text comes next.
     """
     row = pl.int_range(pl.len())
     key = [c.QUERY_ID, ENTITY, TYPE]
     start = pl.any_horizontal(row == 0, *(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in key))
     first = pl.col(GROUP_START)
+    order = pl.col(MERGE_ORDER)
     return (
-        kept.sort([*key, c.CHUNK_INDEX, POS])
+        kept.with_columns(pl.arg_sort_by(*key, c.CHUNK_INDEX, POS).alias(MERGE_ORDER))
+        .select(MERGE_ORDER, c.TEXT, *(pl.col(name).gather(order) for name in carry))
         .with_columns(start.alias(GROUP_START))
         .with_columns(
             pl.when(first).then(pl.col(c.CHUNK_INDEX)).forward_fill().alias(GROUP_CHUNK),
@@ -69,7 +76,8 @@ def _grouped(kept: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _merge_kernel(max_gap: int, cap: int, by_offsets: bool) -> Callable[[pl.Series], pl.Series]:
-    """Rules 6-8 over whole columns, rows in merge order (see :func:`_jit.merge`)."""
+    """Rules 6-8 over whole columns, rows in merge order (see :func:`_jit.merge`);
+    ``text`` is read through ``MERGE_ORDER``."""
 
     def kernel(batch: pl.Series) -> pl.Series:
         parts = batch.struct.unnest()
@@ -81,6 +89,7 @@ def _merge_kernel(max_gap: int, cap: int, by_offsets: bool) -> Callable[[pl.Seri
         )
         start, text, text_offsets, chars, end, top, total, count, rerank = merge(
             parts[c.TEXT],
+            parts[MERGE_ORDER].to_numpy(),
             parts[GROUP_START].to_numpy(),
             chunk_index,
             parts[SIM].to_numpy(),
@@ -134,18 +143,21 @@ def blocks(
     columns come from it. Row order is not kept.
     """
     by_offsets = overlap == "offsets"
+    offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
+    carry = [c.QUERY_ID, ENTITY, TYPE, c.CHUNK_INDEX, POS, SIM, c.RERANK_SCORE, ROW]
     inputs = pl.struct(
+        MERGE_ORDER,
         GROUP_START,
         c.CHUNK_INDEX,
         SIM,
         c.RERANK_SCORE,
         c.TEXT,
-        *((c.START_CHAR, c.END_CHAR) if by_offsets else ()),
+        *offsets,
     )
     kernel = inputs.map_batches(_merge_kernel(max_gap, cap, by_offsets), return_dtype=_OUTPUT)
     field = pl.col(_KERNEL).struct.field
     return (
-        _grouped(kept)
+        _grouped(kept, [*carry, *offsets, *passthrough])
         .with_columns(kernel.alias(_KERNEL))
         .filter(field(_START))
         .select(
