@@ -123,8 +123,8 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
     text_side = (
         [] if has_store else [pl.col(c.TEXT).cast(pl.String), *_offset_exprs(offsets, "candidates")]
     )
-    out = lf.select(
-        pl.int_range(pl.len(), dtype=pl.UInt64).alias(ROW),
+    out = lf.with_row_index(ROW).select(
+        ROW,
         validated(
             c.QUERY_ID, pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64, "candidates"
         ),

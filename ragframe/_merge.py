@@ -59,9 +59,8 @@ def _grouped(kept: pl.LazyFrame, carry: Sequence[str]) -> pl.LazyFrame:
     (moving strings costs more than moving numbers) and ``MERGE_ORDER`` says, per
     merge position, which row's text comes next.
     """
-    row = pl.int_range(pl.len())
-    key = [c.QUERY_ID, ENTITY, TYPE]
-    start = pl.any_horizontal(row == 0, *(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in key))
+    key = [c.QUERY_ID, ENTITY, TYPE]  # never null: the first row starts a group too
+    start = pl.any_horizontal(*(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in key))
     first = pl.col(GROUP_START)
     order = pl.col(MERGE_ORDER)
     return (

@@ -39,41 +39,47 @@ def signed_zero_free(expr: pl.Expr) -> pl.Expr:
     return pl.when(expr == 0.0).then(0.0).otherwise(expr)
 
 
-def segment_index(key: str | pl.Expr) -> pl.Expr:
-    """0-based row number within runs of equal ``key`` (rows sorted by key).
+def segment_index(key: str, row: str) -> pl.Expr:
+    """0-based row number within runs of equal, never-null ``key`` (rows sorted by
+    key), given the frame's row number ``row`` (Int64).
 
     The same as ``int_range(len()).over(key)`` on sorted rows, without hashing.
     """
-    key = pl.col(key) if isinstance(key, str) else key
-    row = pl.int_range(pl.len(), dtype=pl.Int64)
-    starts = key.ne_missing(key.shift(1)) | (row == 0)
-    return row - pl.when(starts).then(row).forward_fill()
+    starts = pl.col(key).ne_missing(pl.col(key).shift(1))  # the first row too
+    return pl.col(row) - pl.when(starts).then(pl.col(row)).forward_fill()
 
 
 def _ranked(lf: pl.LazyFrame) -> pl.LazyFrame:
-    """Rules 1-2: ranking score, and each candidate's position in its query's order."""
+    """Rules 1-2: ranking score, each candidate's row in the ranking (``RANK``) and its
+    position in its query's order (``POS``)."""
     return (
         lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(SIM))
         .with_columns(signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM)).alias(SCORE))
         .sort([c.QUERY_ID, SCORE], descending=[False, True], maintain_order=True)
-        .with_columns(
-            segment_index(c.QUERY_ID).alias(POS), pl.int_range(pl.len(), dtype=pl.Int64).alias(RANK)
-        )
+        .with_row_index(RANK)  # cheaper than an int_range on the streaming engine
+        .with_columns(pl.col(RANK).cast(pl.Int64))
+        .with_columns(segment_index(c.QUERY_ID, RANK).alias(POS))
     )
 
 
 def _reachable(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
     """Keep the prefix of each query's order that the walk can reach.
 
-    The first candidate of each entity (and any candidate without one) cannot be a
-    repeat, so once top_k of them have passed, the walk has stopped.
+    The first candidate of each (query, entity, type) (and any candidate without an
+    entity) cannot be a repeat, so once top_k of them have passed, the walk has
+    stopped. "First" is judged by a hash of the key over the whole frame (no window):
+    a collision can only make a candidate not "sure", so the prefix grows; still exact.
     """
-    # a hash collision can only make fewer candidates "sure": the prefix grows, still exact
-    first = pl.struct(c.ENTITY_ID, c.ENTITY_TYPE).hash().is_first_distinct().over(c.QUERY_ID)
-    sure = pl.col(c.ENTITY_ID).is_null() | first
-    seen = pl.col(_SURE).cum_sum() - pl.col(_SURE)
+    key = pl.struct(c.QUERY_ID, c.ENTITY_ID, c.ENTITY_TYPE).hash()
+    sure = pl.col(c.ENTITY_ID).is_null() | key.is_first_distinct()
+    seen = pl.col(_SURE)  # sure rows before this one, over the whole frame
     before = seen - pl.when(pl.col(POS) == 0).then(seen).forward_fill()
-    return ranked.with_columns(sure.cast(pl.Int64).alias(_SURE)).filter(before < top_k).drop(_SURE)
+    return (
+        ranked.with_columns(sure.cast(pl.Int64).alias(_SURE))
+        .with_columns((seen.cum_sum() - seen).alias(_SURE))
+        .filter(before < top_k)
+        .drop(_SURE)
+    )
 
 
 def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:

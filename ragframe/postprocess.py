@@ -15,7 +15,7 @@ from ragframe._select import ROW
 from ragframe._text import JAVA_WHITESPACE, TRIM_CHARS, TRUNCATE_LOOKBACK
 from ragframe.config import check_int, check_unit_float
 from ragframe.errors import ConfigError
-from ragframe.schema import Frame, to_lazy
+from ragframe.schema import TMP, Frame, to_lazy
 
 OverlapMode = Literal["text", "offsets"]
 
@@ -87,6 +87,9 @@ def _truncate_expr(text: pl.Expr, limit: int) -> pl.Expr:
     return text.str.slice(0, cut).str.strip_chars(TRIM_CHARS)
 
 
+_TOTAL = f"{TMP}total"
+
+
 def _budget(
     blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]
 ) -> pl.LazyFrame:
@@ -98,9 +101,18 @@ def _budget(
             *_merge.GROUP_ORDER,
         ],
         descending=[False, True] + [False] * len(_merge.GROUP_ORDER),
-    ).with_columns(pl.int_range(pl.len()).over(c.QUERY_ID).alias(c.BLOCK_RANK))
+    )
+    ranked = (
+        ranked.with_row_index(c.BLOCK_RANK)
+        .with_columns(pl.col(c.BLOCK_RANK).cast(pl.Int64))
+        .with_columns(_select.segment_index(c.QUERY_ID, c.BLOCK_RANK).alias(c.BLOCK_RANK))
+    )
     length = pl.col(_merge.CHARS)
-    total = length.cum_sum().over(c.QUERY_ID)
+    # running length per query: a running sum over all rows less the one before the
+    # query's first block (no window)
+    ranked = ranked.with_columns(length.cum_sum().alias(_TOTAL))
+    before = pl.col(_TOTAL) - length
+    total = pl.col(_TOTAL) - pl.when(pl.col(c.BLOCK_RANK) == 0).then(before).forward_fill()
     fits = (pl.col(c.BLOCK_RANK) < config.max_blocks) & (
         (total <= config.max_characters) | (pl.col(c.BLOCK_RANK) == 0)
     )
