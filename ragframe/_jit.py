@@ -14,12 +14,19 @@ Working on UTF-8 bytes is exact: normalization only touches ASCII bytes (whitesp
 controls), and equal byte strings that start with a lead byte are equal code point
 strings, so byte matches are code point matches. Lengths are counted in code points.
 
+Large inputs run in parts, one per CPU, on threads (:func:`_in_parts`): a part holds
+whole queries (walk) or whole groups (merge) and writes only its own rows.
+
 Compiled code is cached on disk (numba's ``cache=True``), so only the first call on a
 machine pays for compilation.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba as nb
@@ -370,10 +377,15 @@ def _walk(
     keys: WalkKeys,
     top_k: int,
     slots: int,
-) -> tuple[I64, F64]:
-    """Rule 3's walk, every query at once, rows visited in ``order`` (ranking order per
-    query; a query starts where ``pos`` is 0). Returns per row the number of chunks its
-    query selected (0: the row is not selected) and the best similarity among them.
+    part: tuple[int, int],
+    out: tuple[I64, F64, I64, I64, I64],
+) -> None:
+    """Rule 3's walk over the queries of ``order[part[0]:part[1]]``, rows visited in
+    ``order`` (ranking order per query; a query starts where ``pos`` is 0). Sets per row,
+    in ``out``: the number of chunks its query selected (0: the row is not selected),
+    the best similarity among them, and working state (the selected row before it of
+    the same key, its trimmed bounds, its normalized length once needed, -1 before).
+    Parts of disjoint queries may run at once: each writes only its own rows.
 
     A candidate is compared only with the selected chunks of its own (entity, type): a
     chain per key, found in a per-query hash table (``hashes``, verified by
@@ -381,13 +393,9 @@ def _walk(
     compared by normalized length first, then on the fly; a pathological pair (many
     near-matches) is settled by normalizing both and a linear-time search instead.
     """
-    n = len(order)
-    count = np.zeros(n, dtype=np.int64)
-    best = np.zeros(n, dtype=np.float64)
-    previous = np.full(n, -1, dtype=np.int64)  # the selected row before it, same key
-    trims = np.zeros((n, 2), dtype=np.int64)
-    norm_len = np.full(n, -1, dtype=np.int64)  # normalized length, once needed
-    longest = max(1, int(length.max())) if n else 1
+    count, best, previous, trims, norm_len = out
+    i, n = part
+    longest = max(1, int(length.max())) if len(length) else 1
     scratch = (
         np.empty(longest, dtype=np.uint8),
         np.empty(longest, dtype=np.uint8),
@@ -396,7 +404,6 @@ def _walk(
     table = np.full(slots, -1, dtype=np.int64)  # latest selected row per key, this query
     used = np.empty(slots, dtype=np.int64)
     mask = slots - 1
-    i = 0
     while i < n:
         first = i  # the query's rows are order[first:i] once it is walked
         picked = 0
@@ -441,7 +448,6 @@ def _walk(
                 best[r] = top
         for j in range(filled):
             table[used[j]] = -1
-    return count, best
 
 
 def walk(
@@ -458,17 +464,28 @@ def walk(
     ``rank`` orders the rows (ranking order, each query's rows together), ``pos`` is
     the position in the query's ranking, ``hashes`` hash (entity, type)."""
     address, length, alive = views(texts)
-    order = np.arange(len(rank), dtype=np.int64)
-    if len(rank) > 1 and not bool((rank[1:] > rank[:-1]).all()):
+    n = len(rank)
+    order = np.arange(n, dtype=np.int64)
+    if n > 1 and not bool((rank[1:] > rank[:-1]).all()):
         order = np.argsort(rank, kind="stable")
     keys, more = _walk_keys(entity, entity_type)
-    widest = int(pos.max()) + 1 if len(pos) else 1  # rows of the largest query
+    widest = int(pos.max()) + 1 if n else 1  # rows of the largest query
     slots = 1 << (2 * widest).bit_length()
-    result = _walk(
-        address, length, order, pos, sim, entity.is_null().to_numpy(), hashes, keys, top_k, slots
+    out = (
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n, dtype=np.float64),
+        np.full(n, -1, dtype=np.int64),
+        np.zeros((n, 2), dtype=np.int64),
+        np.full(n, -1, dtype=np.int64),
     )
+    entity_null = entity.is_null().to_numpy()
+
+    def run(part: tuple[int, int]) -> None:
+        _walk(address, length, order, pos, sim, entity_null, hashes, keys, top_k, slots, part, out)
+
+    _in_parts(run, np.flatnonzero(pos[order] == 0), n)
     del alive, more  # the buffers the addresses point into lived until here
-    return result
+    return out[0], out[1]
 
 
 def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, list[Any]]:
@@ -680,35 +697,32 @@ def _merge(
     by_offsets: bool,
     start_char: I64,
     end_char: I64,
-) -> tuple[Bools, U8, I64, I64, I64, F64, F64, I64, F64]:
-    """Rules 6-8 for every group at once: rows in merge order, ``group_start`` marking
-    each group's first row, ``rerank`` NaN where null.
+    part: tuple[int, int, int],
+    out: U8,
+    blocks: MergeBlocks,
+) -> int:
+    """Rules 6-8 for the groups of rows ``part[0]:part[1]``: rows in merge order,
+    ``group_start`` marking each group's first row, ``rerank`` NaN where null. Writes
+    block texts into ``out`` from byte ``part[2]`` on and returns the byte after them.
 
-    Returns each row's "starts a block" flag, the block texts (UTF-8 bytes) and each
-    row's offsets into them (a block's text on its first row, empty on the others),
-    then, on each block's first row, its length in code points, end chunk index, max
-    and sum of similarity, chunk count and max rerank score (NaN: none).
+    Sets in ``blocks``, per row: whether it starts a block, its text's first byte in
+    ``out`` (a block's text on its first row, empty on the others: each row's text
+    ends where the next row's begins), and on each block's first row its length in
+    code points, end chunk index, max and sum of similarity, chunk count and max
+    rerank score (NaN: none). Parts of disjoint groups may run at once.
     """
-    n = len(chunk_index)
-    starts = np.zeros(n, dtype=np.bool_)
-    out = np.empty(length.sum() + n, dtype=np.uint8)
-    row_offsets = np.zeros(n + 1, dtype=np.int64)
-    block_chars = np.zeros(n, dtype=np.int64)
-    block_end = np.zeros(n, dtype=np.int64)
-    block_max = np.zeros(n, dtype=np.float64)
-    block_sum = np.zeros(n, dtype=np.float64)
-    block_count = np.zeros(n, dtype=np.int64)
-    block_rerank = np.full(n, np.nan, dtype=np.float64)
-    longest = max(1, length.max()) if n else 1
+    starts, row_offsets, block_chars, block_end, block_max, block_sum, block_count = blocks[:7]
+    block_rerank = blocks[7]
+    lo, hi, used = part
+    longest = max(1, length.max()) if len(length) else 1
     nxt = np.empty(longest, dtype=np.uint8)
     tail = np.empty(longest, dtype=np.uint8)
     fail = np.empty(longest, dtype=np.int64)
-    used = 0  # bytes written
     b = -1  # the current block's first row
-    block_begin = 0  # the current block's first byte in out
+    block_begin = used  # the current block's first byte in out
     chars = 0  # the current block's length in code points
     char_end = 0
-    for r in range(n):
+    for r in range(lo, hi):
         data = _text(address, length, r)
         t0, t1 = 0, len(data)
         append = False
@@ -743,7 +757,7 @@ def _merge(
         else:
             if b >= 0:
                 block_chars[b] = chars
-                row_offsets[b + 1 : r + 1] = used
+                row_offsets[b + 1 : r] = used
             starts[r] = True
             b = r
             block_begin = used
@@ -759,20 +773,11 @@ def _merge(
             block_rerank[r] = rerank[r]
     if b >= 0:
         block_chars[b] = chars
-        row_offsets[b + 1 :] = used
-    return (
-        starts,
-        out[:used],
-        row_offsets,
-        block_chars,
-        block_end,
-        block_max,
-        block_sum,
-        block_count,
-        block_rerank,
-    )
+        row_offsets[b + 1 : hi] = used
+    return used
 
 
+MergeBlocks = tuple[Bools, I64, I64, I64, F64, F64, I64, F64]
 MergeResult = tuple[Bools, U8, I64, I64, I64, F64, F64, I64, F64]
 
 
@@ -790,26 +795,100 @@ def merge(
 ) -> MergeResult:
     """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given.
     ``texts`` in any row order, ``order`` their rows in merge order; the other arrays
-    are in merge order."""
+    are in merge order.
+
+    Returns each row's "starts a block" flag, the block texts (UTF-8 bytes) and each
+    row's offsets into them, then the block statistics of :func:`_merge`.
+    """
     address, length, _arrow = views(texts)
     address, length = address[order], length[order]
+    n = len(chunk_index)
     by_offsets = start_char is not None and end_char is not None
-    zeros = np.zeros(len(chunk_index), dtype=np.int64)
-    result: MergeResult = _merge(
-        address,
-        length,
-        group_start,
-        chunk_index,
-        sim,
-        rerank,
-        max_gap,
-        cap,
-        by_offsets,
-        start_char if start_char is not None else zeros,
-        end_char if end_char is not None else zeros,
+    zeros = np.zeros(n, dtype=np.int64)
+    # a block's text is at most its chunks' bytes and a newline per chunk
+    room = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(length + 1, out=room[1:])
+    out = np.empty(int(room[-1]), dtype=np.uint8)
+    blocks: MergeBlocks = (
+        np.zeros(n, dtype=np.bool_),
+        np.zeros(n + 1, dtype=np.int64),
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n, dtype=np.float64),
+        np.zeros(n, dtype=np.float64),
+        np.zeros(n, dtype=np.int64),
+        np.full(n, np.nan, dtype=np.float64),
     )
+    ends: dict[int, tuple[int, int]] = {}
+
+    def run(part: tuple[int, int]) -> None:
+        lo, hi = part
+        ends[lo] = (
+            hi,
+            _merge(
+                address,
+                length,
+                group_start,
+                chunk_index,
+                sim,
+                rerank,
+                max_gap,
+                cap,
+                by_offsets,
+                start_char if start_char is not None else zeros,
+                end_char if end_char is not None else zeros,
+                (lo, hi, int(room[lo])),
+                out,
+                blocks,
+            ),
+        )
+
+    _in_parts(run, np.flatnonzero(group_start), n)
     del _arrow  # the buffers ``address`` points into lived until here
-    return result
+    # each part wrote from its own room on: close the gaps between them
+    row_offsets = blocks[1]
+    used = 0
+    for lo in sorted(ends):
+        hi, end = ends[lo]
+        begin = int(room[lo])
+        if begin != used:
+            out[used : used + end - begin] = out[begin:end]
+            row_offsets[lo:hi] -= begin - used
+        used += end - begin
+    row_offsets[n] = used
+    return (blocks[0], out[:used], *blocks[1:])
+
+
+# --- running in parallel -----------------------------------------------------------------
+
+PARALLEL_ROWS = 20_000
+"""Below this many rows a kernel runs on the calling thread alone."""
+
+
+def _threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def _in_parts(run: Callable[[tuple[int, int]], None], starts: I64, n: int) -> None:
+    """Call ``run((lo, hi))`` on parts of ``range(n)`` that begin at ``starts`` (where a
+    query or a group begins), one part per CPU, at once: the kernels release the GIL.
+
+    A fresh pool per call: cheap next to the work, and safe after ``fork``.
+    """
+    parts = min(_threads(), max(1, n // PARALLEL_ROWS))
+    at = np.searchsorted(starts, np.arange(1, parts) * n // parts)
+    cuts = starts[np.minimum(at, len(starts) - 1)] if len(starts) else starts
+    bounds = np.unique(np.concatenate([[0], cuts, [n]])).tolist()
+    pieces = list(itertools.pairwise(bounds))
+    if len(pieces) <= 1:
+        run((0, n))
+        return
+    with ThreadPoolExecutor(len(pieces)) as pool:
+        for done in [pool.submit(run, piece) for piece in pieces]:
+            done.result()
 
 
 # --- Arrow buffers -----------------------------------------------------------------------

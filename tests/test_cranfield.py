@@ -3,11 +3,13 @@ engine == reference under several configurations. Skipped when the fixture is ab
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from ragframe import _jit
 from ragframe import schema as c
 from ragframe.postprocess import PostprocessConfig
 from tests.conftest import assert_same_rows, config, run_engine, run_reference, with_chunk_text
@@ -78,3 +80,24 @@ def test_reference_merges_the_100_character_overlap(
     exact = sum(str(b[c.TEXT]) in content[b[c.ENTITY_ID]] for b in merged)
     assert len(merged) > 100
     assert exact > 0.75 * len(merged)
+
+
+@pytest.mark.parametrize("overlap", ["text", "offsets"])
+@pytest.mark.parametrize("name", ["defaults", "adjacent", "tight_budget"])
+def test_kernels_split_in_parts_equal_reference(
+    cranfield: tuple[pl.DataFrame, pl.DataFrame],
+    reference_outputs: dict[str, list[dict[str, object]]],
+    name: str,
+    overlap: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walk and the merge run in parts of whole queries / groups on several
+    threads for large inputs; forced here on the fixture, with uneven parts."""
+    results, chunks = cranfield
+    cfg = replace(CONFIGS[name], overlap=overlap)
+    want = (
+        reference_outputs[name] if overlap == "text" else run_reference(results, cfg, chunks=chunks)
+    )
+    monkeypatch.setattr(_jit, "PARALLEL_ROWS", 50)
+    monkeypatch.setattr(_jit, "_threads", lambda: 7)
+    assert_same_rows(run_engine(results, cfg, chunks=chunks), want)

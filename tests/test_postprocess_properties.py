@@ -13,10 +13,12 @@ from dataclasses import replace
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import ragframe
+from ragframe import _jit
 from ragframe import schema as c
 from ragframe.postprocess import PostprocessConfig
 from tests.conftest import assert_same_rows, frame, run_engine, run_reference
@@ -128,6 +130,18 @@ configs = st.builds(
 @given(candidate_frames(), configs, st.sampled_from(["in-memory", "streaming"]))
 def test_engine_equals_reference(df: pl.DataFrame, cfg: PostprocessConfig, engine: str) -> None:
     assert_same_rows(run_engine(df, cfg, engine=engine), run_reference(df, cfg))
+
+
+@given(candidate_frames(), configs, st.integers(2, 5))
+def test_kernels_in_parts_equal_reference(
+    df: pl.DataFrame, cfg: PostprocessConfig, threads: int
+) -> None:
+    """Large inputs run the walk and the merge in parts on several threads; force tiny
+    parts (a part holds whole queries for the walk, whole groups for the merge)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_jit, "PARALLEL_ROWS", 1)
+        patch.setattr(_jit, "_threads", lambda: threads)
+        assert_same_rows(run_engine(df, cfg), run_reference(df, cfg))
 
 
 @given(candidate_frames(), configs)
