@@ -116,10 +116,11 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
         )
     used = {*KNOWN, c.TEXT, *(OFFSETS if offsets else ())}
     passthrough = [name for name in schema if name not in used]
-    optional = {c.ENTITY_TYPE: pl.String, c.RERANK_SCORE: pl.Float64}
-    lf = lf.with_columns(
-        *[pl.lit(None, dtype=dt).alias(n) for n, dt in optional.items() if n not in schema]
-    )
+
+    def optional(name: str, dtype: type[pl.DataType], expr: pl.Expr) -> pl.Expr:
+        # an absent optional column is a null literal: nothing to cast or check
+        return expr if name in schema else pl.lit(None, dtype=dtype).alias(name)
+
     text_side = (
         [] if has_store else [pl.col(c.TEXT).cast(pl.String), *_offset_exprs(offsets, "candidates")]
     )
@@ -129,10 +130,10 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
             c.QUERY_ID, pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64, "candidates"
         ),
         pl.col(c.ENTITY_ID).cast(pl.String if schema[c.ENTITY_ID] == pl.String else pl.Int64),
-        pl.col(c.ENTITY_TYPE).cast(pl.String),
+        optional(c.ENTITY_TYPE, pl.String, pl.col(c.ENTITY_TYPE).cast(pl.String)),
         pl.col(c.CHUNK_INDEX).cast(pl.Int64).fill_null(0),
         validated(c.SIMILARITY, pl.Float64, "candidates"),
-        validated(c.RERANK_SCORE, pl.Float64, "candidates"),
+        optional(c.RERANK_SCORE, pl.Float64, validated(c.RERANK_SCORE, pl.Float64, "candidates")),
         *([] if has_store else text_side),
         *passthrough,
     )
