@@ -370,7 +370,7 @@ def _walk(
     address: I64,
     length: I64,
     order: I64,
-    pos: I64,
+    start: Bools,
     sim: F64,
     entity_null: Bools,
     hashes: I64,
@@ -381,7 +381,7 @@ def _walk(
     out: tuple[I64, F64, I64, I64, I64],
 ) -> None:
     """Rule 3's walk over the queries of ``order[part[0]:part[1]]``, rows visited in
-    ``order`` (ranking order per query; a query starts where ``pos`` is 0). Sets per row,
+    ``order`` (ranking order per query; a query starts where ``start`` is set). Sets per row,
     in ``out``: the number of chunks its query selected (0: the row is not selected),
     the best similarity among them, and working state (the selected row before it of
     the same key, its trimmed bounds, its normalized length once needed, -1 before).
@@ -409,7 +409,7 @@ def _walk(
         picked = 0
         top = -np.inf
         filled = 0
-        while i < n and (i == first or pos[order[i]] != 0):
+        while i < n and (i == first or not start[order[i]]):
             r = order[i]
             i += 1
             if picked >= top_k:
@@ -453,7 +453,7 @@ def _walk(
 def walk(
     texts: pl.Series,
     rank: I64,
-    pos: I64,
+    start: Bools,
     sim: F64,
     entity: pl.Series,
     entity_type: pl.Series,
@@ -461,15 +461,16 @@ def walk(
     top_k: int,
 ) -> tuple[I64, F64]:
     """The distinct top-K walk (see :func:`_walk`) over columns in any row order:
-    ``rank`` orders the rows (ranking order, each query's rows together), ``pos`` is
-    the position in the query's ranking, ``hashes`` hash (entity, type)."""
+    ``rank`` orders the rows (ranking order, each query's rows together), ``start``
+    marks each query's first row, ``hashes`` hash (entity, type)."""
     address, length, alive = views(texts)
     n = len(rank)
     order = np.arange(n, dtype=np.int64)
     if n > 1 and not bool((rank[1:] > rank[:-1]).all()):
         order = np.argsort(rank, kind="stable")
     keys, more = _walk_keys(entity, entity_type)
-    widest = int(pos.max()) + 1 if n else 1  # rows of the largest query
+    starts = np.flatnonzero(start[order])
+    widest = int(np.diff(starts, append=n).max()) if n else 1  # rows of the largest query
     slots = 1 << (2 * widest).bit_length()
     out = (
         np.zeros(n, dtype=np.int64),
@@ -481,9 +482,11 @@ def walk(
     entity_null = entity.is_null().to_numpy()
 
     def run(part: tuple[int, int]) -> None:
-        _walk(address, length, order, pos, sim, entity_null, hashes, keys, top_k, slots, part, out)
+        _walk(
+            address, length, order, start, sim, entity_null, hashes, keys, top_k, slots, part, out
+        )
 
-    _in_parts(run, np.flatnonzero(pos[order] == 0), n)
+    _in_parts(run, starts, n)
     del alive, more  # the buffers the addresses point into lived until here
     return out[0], out[1]
 

@@ -15,16 +15,16 @@ import pyarrow as pa
 
 from ragframe import schema as c
 from ragframe._jit import merge, strings
-from ragframe._select import ENTITY, POS, ROW, SIM, TYPE
+from ragframe._select import ENTITY, RANK, ROW, SIM, TYPE
 from ragframe.schema import TMP
 
 GROUP_CHUNK = f"{TMP}group_chunk"
-GROUP_POS = f"{TMP}group_pos"
+GROUP_RANK = f"{TMP}group_rank"
 GROUP_START = f"{TMP}group_start"
 MERGE_ORDER = f"{TMP}merge_order"
 BLOCK = f"{TMP}block"
 _KERNEL = f"{TMP}kernel"
-GROUP_ORDER = [c.ENTITY_ID, GROUP_CHUNK, GROUP_POS, BLOCK]
+GROUP_ORDER = [c.ENTITY_ID, GROUP_CHUNK, GROUP_RANK, BLOCK]
 """Rule 9's tie-break among blocks of a query: group order, then block order."""
 _START = "start"
 CHARS = f"{TMP}chars"
@@ -47,12 +47,12 @@ _OUTPUT = pl.Struct(
 
 def _grouped(kept: pl.LazyFrame, carry: Sequence[str]) -> pl.LazyFrame:
     """Rule 5: each group's chunks together, in (chunk index, ranking) order, and the
-    group's first chunk index and position, which order the groups.
+    group's first chunk index and ranking row (``RANK``), which order the groups.
 
     The sequence of rule 5 sorts by (entity, chunk index), ties in ranking order; a
     group's rows share its entity, so its first appearance there is its row with the
-    least (chunk index, position), and groups appear in (entity, that row) order. One
-    order by (entity, type, chunk index, position) thus brings each group together in
+    least (chunk index, rank), and groups appear in (entity, that row) order. One
+    order by (entity, type, chunk index, rank) thus brings each group together in
     merge order; the order of groups matters only to rule 9's tie-break.
 
     The ``carry`` columns are gathered into merge order; ``text`` stays where it is
@@ -64,12 +64,12 @@ def _grouped(kept: pl.LazyFrame, carry: Sequence[str]) -> pl.LazyFrame:
     first = pl.col(GROUP_START)
     order = pl.col(MERGE_ORDER)
     return (
-        kept.with_columns(pl.arg_sort_by(*key, c.CHUNK_INDEX, POS).alias(MERGE_ORDER))
+        kept.with_columns(pl.arg_sort_by(*key, c.CHUNK_INDEX, RANK).alias(MERGE_ORDER))
         .select(MERGE_ORDER, c.TEXT, *(pl.col(name).gather(order) for name in carry))
         .with_columns(start.alias(GROUP_START))
         .with_columns(
             pl.when(first).then(pl.col(c.CHUNK_INDEX)).forward_fill().alias(GROUP_CHUNK),
-            pl.when(first).then(pl.col(POS)).forward_fill().alias(GROUP_POS),
+            pl.when(first).then(pl.col(RANK)).forward_fill().alias(GROUP_RANK),
         )
     )
 
@@ -143,7 +143,7 @@ def blocks(
     """
     by_offsets = overlap == "offsets"
     offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
-    carry = [c.QUERY_ID, ENTITY, TYPE, c.CHUNK_INDEX, POS, SIM, c.RERANK_SCORE, ROW]
+    carry = [c.QUERY_ID, ENTITY, TYPE, c.CHUNK_INDEX, RANK, SIM, c.RERANK_SCORE, ROW]
     inputs = pl.struct(
         MERGE_ORDER,
         GROUP_START,
@@ -176,7 +176,7 @@ def blocks(
             field(c.CHUNK_INDEXES),
             ROW,
             GROUP_CHUNK,
-            GROUP_POS,
+            GROUP_RANK,
             *passthrough,
         )
     )

@@ -23,7 +23,7 @@ from ragframe.schema import TMP
 ROW = f"{TMP}row"
 SIM = f"{TMP}sim"
 SCORE = f"{TMP}score"
-POS = f"{TMP}pos"
+START = f"{TMP}start"
 TYPE = f"{TMP}type"
 ENTITY = f"{TMP}entity"
 RANK = f"{TMP}rank"
@@ -50,15 +50,15 @@ def segment_index(key: str, row: str) -> pl.Expr:
 
 
 def _ranked(lf: pl.LazyFrame) -> pl.LazyFrame:
-    """Rules 1-2: ranking score, each candidate's row in the ranking (``RANK``) and its
-    position in its query's order (``POS``)."""
+    """Rules 1-2: ranking score, each candidate's row in the ranking (``RANK``: also its
+    query's order) and whether it is its query's first (``START``)."""
+    query = pl.col(c.QUERY_ID)  # never null: the first row starts a query too
     return (
         lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(SIM))
         .with_columns(signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM)).alias(SCORE))
         .sort([c.QUERY_ID, SCORE], descending=[False, True], maintain_order=True)
         .with_row_index(RANK)  # cheaper than an int_range on the streaming engine
-        .with_columns(pl.col(RANK).cast(pl.Int64))
-        .with_columns(segment_index(c.QUERY_ID, RANK).alias(POS))
+        .with_columns(pl.col(RANK).cast(pl.Int64), query.ne_missing(query.shift(1)).alias(START))
     )
 
 
@@ -73,7 +73,7 @@ def _reachable(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
     key = pl.struct(c.QUERY_ID, c.ENTITY_ID, c.ENTITY_TYPE).hash()
     sure = pl.col(c.ENTITY_ID).is_null() | key.is_first_distinct()
     seen = pl.col(_SURE)  # sure rows before this one, over the whole frame
-    before = seen - pl.when(pl.col(POS) == 0).then(seen).forward_fill()
+    before = seen - pl.when(START).then(seen).forward_fill()
     return (
         ranked.with_columns(sure.cast(pl.Int64).alias(_SURE))
         .with_columns((seen.cum_sum() - seen).alias(_SURE))
@@ -91,7 +91,7 @@ def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
         count, best = walk(
             parts[c.TEXT],
             parts[RANK].to_numpy(),
-            parts[POS].to_numpy(),
+            parts[START].to_numpy(),
             parts[SIM].to_numpy(),
             parts[c.ENTITY_ID],
             parts[c.ENTITY_TYPE],
@@ -108,7 +108,7 @@ def _walked(top_k: int) -> pl.Expr:
     inputs = pl.struct(
         c.TEXT,
         RANK,
-        POS,
+        START,
         SIM,
         c.ENTITY_ID,
         c.ENTITY_TYPE,
@@ -157,5 +157,5 @@ def kept_chunks(
     walked = pl.col(_WALK).struct.field
     count, t = walked(_COUNT), threshold_expr(walked(_COUNT), top_k, min_similarity)
     # rule 4's fallback: the first selected chunk is the query's first candidate
-    keep = (count > 0) & ((pl.col(SIM) >= t) | ((pl.col(POS) == 0) & (walked(_BEST) < t)))
+    keep = (count > 0) & ((pl.col(SIM) >= t) | (pl.col(START) & (walked(_BEST) < t)))
     return reach.with_columns(_walked(top_k).alias(_WALK)).filter(keep).drop(_WALK)

@@ -93,9 +93,9 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
     hashed = pl.DataFrame({"e": entity, "t": entity_type}).to_struct().hash().to_numpy()
     keys = hashed.view(np.int64) if hashes == "real" else np.zeros(7, dtype=np.int64)
     rank = np.arange(7, dtype=np.int64)[::-1].copy()  # rows in reverse ranking order
-    pos = rank.copy()
+    start = rank == 0
     sim = np.linspace(0.1, 0.7, 7)  # the first-ranked row (last) has the highest
-    count, best = _jit.walk(texts, rank, pos, sim, entity, entity_type, keys, top_k=10)
+    count, best = _jit.walk(texts, rank, start, sim, entity, entity_type, keys, top_k=10)
     selected = [1, 2, 3, 4, 5, 6]
     assert count.tolist() == [6 if r in selected else 0 for r in range(7)]
     assert best.tolist() == [0.7 if r in selected else 0.0 for r in range(7)]
