@@ -26,23 +26,20 @@ BLOCK = f"{TMP}block"
 _KERNEL = f"{TMP}kernel"
 GROUP_ORDER = [c.ENTITY_ID, GROUP_CHUNK, GROUP_RANK, BLOCK]
 """Rule 9's tie-break among blocks of a query: group order, then block order."""
-_START = "start"
 CHARS = f"{TMP}chars"
 """A block's length in code points."""
 
-_OUTPUT = pl.Struct(
-    {
-        _START: pl.Boolean,
-        c.TEXT: pl.String,
-        CHARS: pl.Int64,
-        c.END_CHUNK_INDEX: pl.Int64,
-        c.MAX_SIMILARITY: pl.Float64,
-        c.AVG_SIMILARITY: pl.Float64,
-        c.SOURCE_CHUNK_COUNT: pl.Int64,
-        c.RERANK_SCORE: pl.Float64,
-        c.CHUNK_INDEXES: pl.List(pl.Int64),
-    }
-)
+_STATS: dict[str, pl.DataType | type[pl.DataType]] = {
+    c.END_CHUNK_INDEX: pl.Int64,
+    c.TEXT: pl.String,
+    CHARS: pl.Int64,
+    c.MAX_SIMILARITY: pl.Float64,
+    c.AVG_SIMILARITY: pl.Float64,
+    c.SOURCE_CHUNK_COUNT: pl.Int64,
+    c.RERANK_SCORE: pl.Float64,
+    c.CHUNK_INDEXES: pl.List(pl.Int64),
+}
+"""What the merge kernel computes per block."""
 
 
 def _grouped(kept: pl.LazyFrame, carry: Sequence[str]) -> pl.LazyFrame:
@@ -74,9 +71,13 @@ def _grouped(kept: pl.LazyFrame, carry: Sequence[str]) -> pl.LazyFrame:
     )
 
 
-def _merge_kernel(max_gap: int, cap: int, by_offsets: bool) -> Callable[[pl.Series], pl.Series]:
+def _merge_kernel(
+    max_gap: int, cap: int, by_offsets: bool, first: dict[str, str]
+) -> Callable[[pl.Series], pl.Series]:
     """Rules 6-8 over whole columns, rows in merge order (see :func:`_jit.merge`);
-    ``text`` is read through ``MERGE_ORDER``."""
+    ``text`` is read through ``MERGE_ORDER``. Returns one row per block: ``BLOCK``
+    (its number in merge order), the block statistics and, renamed by ``first``, the
+    columns of its first row."""
 
     def kernel(batch: pl.Series) -> pl.Series:
         parts = batch.struct.unnest()
@@ -97,35 +98,31 @@ def _merge_kernel(max_gap: int, cap: int, by_offsets: bool) -> Callable[[pl.Seri
             cap,
             *offs,
         )
-        # a block's chunk indexes on its first row, empty lists on the others
-        indexes = pa.LargeListArray.from_arrays(
-            pa.array(_list_offsets(start, count)), pa.array(chunk_index)
-        )
+        rows = np.flatnonzero(start)
+        bounds = np.append(rows, len(start))  # blocks are consecutive runs of rows
+        mask = pl.Series(start)
+        count = count[rows]
+        stats = {
+            c.END_CHUNK_INDEX: end[rows],
+            c.TEXT: strings(text, text_offsets[bounds]),
+            CHARS: chars[rows],
+            c.MAX_SIMILARITY: top[rows],
+            c.AVG_SIMILARITY: total[rows] / count,
+            c.SOURCE_CHUNK_COUNT: count,
+            c.RERANK_SCORE: pl.Series(rerank[rows]).fill_nan(None),
+            c.CHUNK_INDEXES: pl.Series(
+                pa.LargeListArray.from_arrays(pa.array(bounds), pa.array(chunk_index))
+            ),
+        }
         return pl.DataFrame(
             {
-                _START: start,
-                c.TEXT: strings(text, text_offsets),
-                CHARS: chars,
-                c.END_CHUNK_INDEX: end,
-                c.MAX_SIMILARITY: top,
-                c.AVG_SIMILARITY: total / np.maximum(count, 1),
-                c.SOURCE_CHUNK_COUNT: count,
-                c.RERANK_SCORE: pl.Series(rerank).fill_nan(None),
-                c.CHUNK_INDEXES: pl.Series(indexes),
+                BLOCK: np.arange(len(rows), dtype=np.int64),
+                **{name: parts[column].filter(mask) for column, name in first.items()},
+                **stats,
             }
         ).to_struct(batch.name)
 
     return kernel
-
-
-def _list_offsets(start: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """List offsets giving each block's first row its rows' values, others nothing."""
-    n = len(start)
-    ends = np.where(start, np.arange(n) + count, 0)
-    running = np.maximum.accumulate(ends) if n else ends
-    out = np.zeros(n + 1, dtype=np.int64)
-    out[1:] = running
-    return out
 
 
 def blocks(
@@ -143,40 +140,29 @@ def blocks(
     """
     by_offsets = overlap == "offsets"
     offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
+    first = {
+        c.QUERY_ID: c.QUERY_ID,
+        TYPE: c.ENTITY_TYPE,
+        ENTITY: c.ENTITY_ID,
+        c.CHUNK_INDEX: c.START_CHUNK_INDEX,
+        ROW: ROW,
+        GROUP_CHUNK: GROUP_CHUNK,
+        GROUP_RANK: GROUP_RANK,
+        **{name: name for name in passthrough},
+    }
     carry = [c.QUERY_ID, ENTITY, TYPE, c.CHUNK_INDEX, RANK, SIM, c.RERANK_SCORE, ROW]
-    inputs = pl.struct(
-        MERGE_ORDER,
-        GROUP_START,
-        c.CHUNK_INDEX,
-        SIM,
-        c.RERANK_SCORE,
-        c.TEXT,
-        *offsets,
+    grouped = _grouped(kept, [*carry, *offsets, *passthrough])
+    schema = grouped.collect_schema()
+    columns = [MERGE_ORDER, GROUP_START, SIM, c.RERANK_SCORE, c.TEXT, *offsets, *first]
+    dtype = pl.Struct(
+        {BLOCK: pl.Int64, **{name: schema[column] for column, name in first.items()}, **_STATS}
     )
-    kernel = inputs.map_batches(_merge_kernel(max_gap, cap, by_offsets), return_dtype=_OUTPUT)
-    field = pl.col(_KERNEL).struct.field
+    kernel = pl.struct(*dict.fromkeys(columns)).map_batches(
+        _merge_kernel(max_gap, cap, by_offsets, first), return_dtype=dtype
+    )
+    field = pl.col(c.RERANK_SCORE), pl.col(c.MAX_SIMILARITY)
     return (
-        _grouped(kept, [*carry, *offsets, *passthrough])
-        .with_columns(kernel.alias(_KERNEL))
-        .filter(field(_START))
-        .select(
-            pl.int_range(pl.len(), dtype=pl.Int64).alias(BLOCK),
-            c.QUERY_ID,
-            pl.col(TYPE).alias(c.ENTITY_TYPE),
-            pl.col(ENTITY).alias(c.ENTITY_ID),
-            pl.col(c.CHUNK_INDEX).alias(c.START_CHUNK_INDEX),
-            field(c.END_CHUNK_INDEX),
-            field(c.TEXT),
-            field(CHARS),
-            field(c.MAX_SIMILARITY),
-            field(c.AVG_SIMILARITY),
-            field(c.SOURCE_CHUNK_COUNT),
-            field(c.RERANK_SCORE),
-            pl.coalesce(field(c.RERANK_SCORE), field(c.MAX_SIMILARITY)).alias(c.RANKING_SCORE),
-            field(c.CHUNK_INDEXES),
-            ROW,
-            GROUP_CHUNK,
-            GROUP_RANK,
-            *passthrough,
-        )
+        grouped.select(kernel.alias(_KERNEL))
+        .unnest(_KERNEL)
+        .with_columns(pl.coalesce(*field).alias(c.RANKING_SCORE))
     )
