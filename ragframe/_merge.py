@@ -42,7 +42,7 @@ _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
 """What the merge kernel computes per block."""
 
 
-def _grouped(kept: pl.LazyFrame, carry: Sequence[str]) -> pl.LazyFrame:
+def _grouped(kept: pl.LazyFrame, carry: Sequence[str], typed: bool = True) -> pl.LazyFrame:
     """Rule 5: each group's chunks together, in (chunk index, ranking) order, and the
     group's first chunk index and ranking row (``RANK``), which order the groups.
 
@@ -54,9 +54,9 @@ def _grouped(kept: pl.LazyFrame, carry: Sequence[str]) -> pl.LazyFrame:
 
     The ``carry`` columns are gathered into merge order; ``text`` stays where it is
     (moving strings costs more than moving numbers) and ``MERGE_ORDER`` says, per
-    merge position, which row's text comes next.
+    merge position, which row's text comes next. ``typed=False``: every type is "".
     """
-    key = [c.QUERY_ID, ENTITY, TYPE]  # never null: the first row starts a group too
+    key = [c.QUERY_ID, ENTITY, *([TYPE] if typed else [])]  # never null: row 0 starts too
     start = pl.any_horizontal(*(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in key))
     first = pl.col(GROUP_START)
     order = pl.col(MERGE_ORDER)
@@ -131,6 +131,7 @@ def blocks(
     cap: int,
     overlap: str = "text",
     passthrough: Sequence[str] = (),
+    typed: bool = True,
 ) -> pl.LazyFrame:
     """Rules 5-8: one row per block; :data:`GROUP_ORDER` orders blocks by group, then
     by position in the group.
@@ -151,7 +152,7 @@ def blocks(
         **{name: name for name in passthrough},
     }
     carry = [c.QUERY_ID, ENTITY, TYPE, c.CHUNK_INDEX, RANK, SIM, c.RERANK_SCORE, ROW]
-    grouped = _grouped(kept, [*carry, *offsets, *passthrough])
+    grouped = _grouped(kept, [*carry, *offsets, *passthrough], typed)
     schema = grouped.collect_schema()
     columns = [MERGE_ORDER, GROUP_START, SIM, c.RERANK_SCORE, c.TEXT, *offsets, *first]
     dtype = pl.Struct(

@@ -62,7 +62,13 @@ def _ranked(lf: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _reachable(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
+def entity_key(typed: bool) -> list[str]:
+    """The columns that tell entities apart: (entity, type), or the entity alone when
+    the input has no ``entity_type`` (then every type is null)."""
+    return [c.ENTITY_ID, c.ENTITY_TYPE] if typed else [c.ENTITY_ID]
+
+
+def _reachable(ranked: pl.LazyFrame, top_k: int, typed: bool) -> pl.LazyFrame:
     """Keep the prefix of each query's order that the walk can reach.
 
     The first candidate of each (query, entity, type) (and any candidate without an
@@ -70,7 +76,7 @@ def _reachable(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
     stopped. "First" is judged by a hash of the key over the whole frame (no window):
     a collision can only make a candidate not "sure", so the prefix grows; still exact.
     """
-    key = pl.struct(c.QUERY_ID, c.ENTITY_ID, c.ENTITY_TYPE).hash()
+    key = pl.struct(c.QUERY_ID, *entity_key(typed)).hash()
     sure = pl.col(c.ENTITY_ID).is_null() | key.is_first_distinct()
     seen = pl.col(_SURE)  # sure rows before this one, over the whole frame
     before = seen - pl.when(START).then(seen).forward_fill()
@@ -103,7 +109,7 @@ def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
     return kernel
 
 
-def _walked(top_k: int) -> pl.Expr:
+def _walked(top_k: int, typed: bool) -> pl.Expr:
     """Rule 3 over the reachable rows (in any order): struct of ``_COUNT``, ``_BEST``."""
     inputs = pl.struct(
         c.TEXT,
@@ -112,7 +118,7 @@ def _walked(top_k: int) -> pl.Expr:
         SIM,
         c.ENTITY_ID,
         c.ENTITY_TYPE,
-        pl.struct(c.ENTITY_ID, c.ENTITY_TYPE).hash().alias(_HASH),
+        pl.struct(*entity_key(typed)).hash().alias(_HASH),
     )
     dtype = pl.Struct({_COUNT: pl.Int64, _BEST: pl.Float64})
     return inputs.map_batches(_walk_kernel(top_k), return_dtype=dtype)
@@ -126,10 +132,10 @@ def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.E
     return t.otherwise(middle).clip(0.0, 1.0)
 
 
-def group_key(zero: int | str) -> list[pl.Expr]:
+def group_key(zero: int | str, typed: bool) -> list[pl.Expr]:
     """Rule 5's group key beside the query: (type or "", entity or zero)."""
     return [
-        pl.col(c.ENTITY_TYPE).fill_null("").alias(TYPE),
+        (pl.col(c.ENTITY_TYPE).fill_null("") if typed else pl.lit("")).alias(TYPE),
         pl.col(c.ENTITY_ID).fill_null(zero).alias(ENTITY),
     ]
 
@@ -141,6 +147,7 @@ def kept_chunks(
     zero: int | str,
     top_k: int,
     min_similarity: float,
+    typed: bool = True,
 ) -> pl.LazyFrame:
     """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns.
 
@@ -148,14 +155,15 @@ def kept_chunks(
     ``texts`` holds ``text`` keyed by ``on`` (``ROW``, or entity and chunk index for a
     chunk store). Text is joined to the reachable rows only, and normalized only where
     a chunk shares its group with another (repeats and merges need a partner).
+    ``typed=False`` says every ``entity_type`` is null (the input has none).
     """
     reach = (
-        _reachable(_ranked(slim), top_k)
+        _reachable(_ranked(slim), top_k, typed)
         .join(texts, on=on, how="left")
-        .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero))
+        .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero, typed))
     )
     walked = pl.col(_WALK).struct.field
     count, t = walked(_COUNT), threshold_expr(walked(_COUNT), top_k, min_similarity)
     # rule 4's fallback: the first selected chunk is the query's first candidate
     keep = (count > 0) & ((pl.col(SIM) >= t) | (pl.col(START) & (walked(_BEST) < t)))
-    return reach.with_columns(_walked(top_k).alias(_WALK)).filter(keep).drop(_WALK)
+    return reach.with_columns(_walked(top_k, typed).alias(_WALK)).filter(keep).drop(_WALK)

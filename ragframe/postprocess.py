@@ -182,9 +182,9 @@ def postprocess(
     """
     config = config or PostprocessConfig()
     offsets = config.overlap == "offsets"
-    lf, passthrough = _inputs.canonical(
-        to_lazy(candidates, "candidates"), chunks is not None, offsets
-    )
+    given = to_lazy(candidates, "candidates")
+    typed = c.ENTITY_TYPE in given.collect_schema()  # else every type is null
+    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets)
     schema = lf.collect_schema()
     if chunks is None:
         side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())]
@@ -194,7 +194,7 @@ def postprocess(
         on = [c.ENTITY_ID, c.CHUNK_INDEX]
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
     slim = lf.select(ROW, *_inputs.KNOWN, *passthrough)  # passthrough rides along
-    kept = _select.kept_chunks(slim, texts, on, zero, config.top_k, config.min_similarity)
+    kept = _select.kept_chunks(slim, texts, on, zero, config.top_k, config.min_similarity, typed)
     cap = config.max_merged_block_characters
-    blocks = _merge.blocks(kept, config.max_chunk_gap, cap, config.overlap, passthrough)
+    blocks = _merge.blocks(kept, config.max_chunk_gap, cap, config.overlap, passthrough, typed)
     return _budget(blocks, config, passthrough)
