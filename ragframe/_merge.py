@@ -24,8 +24,17 @@ GROUP_START = f"{TMP}group_start"
 MERGE_ORDER = f"{TMP}merge_order"
 BLOCK = f"{TMP}block"
 _KERNEL = f"{TMP}kernel"
-GROUP_ORDER = [c.ENTITY_ID, GROUP_CHUNK, GROUP_RANK, BLOCK]
-"""Rule 9's tie-break among blocks of a query: group order, then block order."""
+
+
+def group_order(typed: bool) -> list[str]:
+    """Rule 9's tie-break among blocks of a query: group order, then block order.
+
+    Without types a group is an entity, and merge order (``BLOCK``) already has groups
+    in entity order; with types, groups of one entity go by their first appearance.
+    """
+    return [c.ENTITY_ID, GROUP_CHUNK, GROUP_RANK, BLOCK] if typed else [BLOCK]
+
+
 CHARS = f"{TMP}chars"
 """A block's length in code points."""
 
@@ -65,8 +74,14 @@ def _grouped(kept: pl.LazyFrame, carry: Sequence[str], typed: bool = True) -> pl
         .select(MERGE_ORDER, c.TEXT, *(pl.col(name).gather(order) for name in carry))
         .with_columns(start.alias(GROUP_START))
         .with_columns(
-            pl.when(first).then(pl.col(c.CHUNK_INDEX)).forward_fill().alias(GROUP_CHUNK),
-            pl.when(first).then(pl.col(RANK)).forward_fill().alias(GROUP_RANK),
+            *(
+                (
+                    pl.when(first).then(pl.col(c.CHUNK_INDEX)).forward_fill().alias(GROUP_CHUNK),
+                    pl.when(first).then(pl.col(RANK)).forward_fill().alias(GROUP_RANK),
+                )
+                if typed
+                else ()
+            )
         )
     )
 
@@ -133,7 +148,7 @@ def blocks(
     passthrough: Sequence[str] = (),
     typed: bool = True,
 ) -> pl.LazyFrame:
-    """Rules 5-8: one row per block; :data:`GROUP_ORDER` orders blocks by group, then
+    """Rules 5-8: one row per block; :func:`group_order` orders blocks by group, then
     by position in the group.
 
     ``ROW`` is the input row of each block's first chunk, and the ``passthrough``
@@ -147,8 +162,7 @@ def blocks(
         ENTITY: c.ENTITY_ID,
         c.CHUNK_INDEX: c.START_CHUNK_INDEX,
         ROW: ROW,
-        GROUP_CHUNK: GROUP_CHUNK,
-        GROUP_RANK: GROUP_RANK,
+        **({GROUP_CHUNK: GROUP_CHUNK, GROUP_RANK: GROUP_RANK} if typed else {}),
         **{name: name for name in passthrough},
     }
     carry = [c.QUERY_ID, ENTITY, TYPE, c.CHUNK_INDEX, RANK, SIM, c.RERANK_SCORE, ROW]

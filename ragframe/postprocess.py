@@ -91,16 +91,16 @@ _TOTAL = f"{TMP}total"
 
 
 def _budget(
-    blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]
+    blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str], typed: bool
 ) -> pl.LazyFrame:
     """Rules 9-10: order blocks by ranking score, then the block and character budgets."""
     ranked = blocks.sort(
         [
             c.QUERY_ID,
             _select.signed_zero_free(pl.col(c.RANKING_SCORE)),
-            *_merge.GROUP_ORDER,
+            *_merge.group_order(typed),
         ],
-        descending=[False, True] + [False] * len(_merge.GROUP_ORDER),
+        descending=[False, True] + [False] * len(_merge.group_order(typed)),
     )
     ranked = (
         ranked.with_row_index(c.BLOCK_RANK)
@@ -197,4 +197,4 @@ def postprocess(
     kept = _select.kept_chunks(slim, texts, on, zero, config.top_k, config.min_similarity, typed)
     cap = config.max_merged_block_characters
     blocks = _merge.blocks(kept, config.max_chunk_gap, cap, config.overlap, passthrough, typed)
-    return _budget(blocks, config, passthrough)
+    return _budget(blocks, config, passthrough, typed)
