@@ -909,18 +909,39 @@ def views(texts: pl.Series) -> tuple[I64, I64, list[Any]]:
     arrow = texts.to_arrow(compat_level=pl.CompatLevel.newest())
     chunks = arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]
     chunks = [ch if ch.type == pa.string_view() else ch.cast(pa.string_view()) for ch in chunks]
-    addresses, lengths = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    address = np.empty(len(texts), dtype=np.int64)
+    length = np.empty(len(texts), dtype=np.int64)
+    done = 0
     for chunk in chunks:
         buffers = chunk.buffers()  # validity, views, data buffers
-        row = np.arange(chunk.offset, chunk.offset + len(chunk), dtype=np.int64)
-        view = np.frombuffer(buffers[1], dtype=np.uint32).reshape(-1, 4)[row]
-        length = view[:, 0].astype(np.int64)
-        inline = length <= 12  # short strings live inside their 16-byte view
+        view = np.frombuffer(buffers[1], dtype=np.uint32).reshape(-1, 4)
         base = np.array([b.address for b in buffers[2:]] + [0], dtype=np.int64)
-        outside = base[np.where(inline, len(base) - 1, view[:, 2])] + view[:, 3]
-        addresses.append(np.where(inline, buffers[1].address + 16 * row + 4, outside))
-        lengths.append(length)
-    return np.concatenate(addresses), np.concatenate(lengths), [arrow, chunks]
+        at = (done, chunk.offset, len(chunk), buffers[1].address)
+        _read_views(view, base, at, address, length)
+        done += len(chunk)
+    return address, length, [arrow, chunks]
+
+
+@_compiled
+def _read_views(
+    view: npt.NDArray[np.uint32],
+    base: I64,
+    at: tuple[int, int, int, int],
+    address: I64,
+    length: I64,
+) -> None:
+    """Fill ``address``/``length`` from ``at[0]`` on with the strings of Arrow views
+    ``view[at[1]:at[1] + at[2]]`` (the views buffer starts at address ``at[3]``):
+    length, then the bytes inline (up to 12) or the data buffer index and offset."""
+    done, offset, count, views_address = at
+    for i in range(count):
+        row = offset + i
+        size = np.int64(view[row, 0])
+        length[done + i] = size
+        if size <= 12:
+            address[done + i] = views_address + 16 * row + 4
+        else:
+            address[done + i] = base[view[row, 2]] + np.int64(view[row, 3])
 
 
 def strings(data: U8, offsets: I64) -> pl.Series:
