@@ -24,17 +24,6 @@ GROUP_START = f"{TMP}group_start"
 MERGE_ORDER = f"{TMP}merge_order"
 BLOCK = f"{TMP}block"
 _KERNEL = f"{TMP}kernel"
-
-
-def group_order(typed: bool) -> list[str]:
-    """Rule 9's tie-break among blocks of a query: group order, then block order.
-
-    Without types a group is an entity, and merge order (``BLOCK``) already has groups
-    in entity order; with types, groups of one entity go by their first appearance.
-    """
-    return [c.ENTITY_ID, GROUP_CHUNK, GROUP_RANK, BLOCK] if typed else [BLOCK]
-
-
 CHARS = f"{TMP}chars"
 """A block's length in code points."""
 
@@ -86,13 +75,38 @@ def _grouped(kept: pl.LazyFrame, carry: Sequence[str], typed: bool = True) -> pl
     )
 
 
+def _ranked_blocks(blocks: pl.DataFrame, typed: bool) -> pl.DataFrame:
+    """Rule 9: ``blocks`` (in merge order: queries ascending, then groups) reordered
+    within each query by ranking score, descending, ties in group order, then block
+    order. A stable sort on whole columns: numbers move, the block texts stay where
+    the kernel wrote them (only their views move).
+
+    Group order is rule 5's first appearance. Without types a group is an entity, and
+    merge order (``BLOCK``) already has the groups in entity order; with types, groups
+    of one entity go by their first (chunk index, rank).
+    """
+    if blocks.height == 0:
+        return blocks
+    query = blocks[c.QUERY_ID]
+    queries = query.ne_missing(query.shift(1)).cum_sum().to_numpy()  # ascending, as merged
+    rerank = blocks[c.RERANK_SCORE].fill_null(np.nan).to_numpy()
+    score = np.where(np.isnan(rerank), blocks[c.MAX_SIMILARITY].to_numpy(), rerank)
+    ties = [blocks[BLOCK].to_numpy()]
+    if typed:  # groups of one entity by first appearance (entities ascending, as merged)
+        entity = blocks[c.ENTITY_ID]
+        changed = query.ne_missing(query.shift(1)) | entity.ne_missing(entity.shift(1))
+        entities = changed.cum_sum().to_numpy()
+        ties = [ties[0], blocks[GROUP_RANK].to_numpy(), blocks[GROUP_CHUNK].to_numpy(), entities]
+    return blocks[np.lexsort((*ties, -score, queries))]
+
+
 def _merge_kernel(
-    max_gap: int, cap: int, by_offsets: bool, first: dict[str, str]
+    max_gap: int, cap: int, by_offsets: bool, first: dict[str, str], typed: bool
 ) -> Callable[[pl.Series], pl.Series]:
-    """Rules 6-8 over whole columns, rows in merge order (see :func:`_jit.merge`);
-    ``text`` is read through ``MERGE_ORDER``. Returns one row per block: ``BLOCK``
-    (its number in merge order), the block statistics and, renamed by ``first``, the
-    columns of its first row."""
+    """Rules 6-9 over whole columns, rows in merge order (see :func:`_jit.merge`);
+    ``text`` is read through ``MERGE_ORDER``. Returns one row per block, in rule 9's
+    order (:func:`_ranked_blocks`): ``BLOCK`` (its number in merge order), the block
+    statistics and, renamed by ``first``, the columns of its first row."""
 
     def kernel(batch: pl.Series) -> pl.Series:
         parts = batch.struct.unnest()
@@ -129,13 +143,14 @@ def _merge_kernel(
                 pa.LargeListArray.from_arrays(pa.array(bounds), pa.array(chunk_index))
             ),
         }
-        return pl.DataFrame(
+        blocks = pl.DataFrame(
             {
                 BLOCK: np.arange(len(rows), dtype=np.int64),
                 **{name: parts[column].filter(mask) for column, name in first.items()},
                 **stats,
             }
-        ).to_struct(batch.name)
+        )
+        return _ranked_blocks(blocks, typed).to_struct(batch.name)
 
     return kernel
 
@@ -148,11 +163,11 @@ def blocks(
     passthrough: Sequence[str] = (),
     typed: bool = True,
 ) -> pl.LazyFrame:
-    """Rules 5-8: one row per block; :func:`group_order` orders blocks by group, then
-    by position in the group.
+    """Rules 5-9: one row per block, queries ascending, each query's blocks in rule 9's
+    order (ranking score, descending; ties by group, then block: :func:`_ranked_blocks`).
 
     ``ROW`` is the input row of each block's first chunk, and the ``passthrough``
-    columns come from it. Row order is not kept.
+    columns come from it.
     """
     by_offsets = overlap == "offsets"
     offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
@@ -173,7 +188,7 @@ def blocks(
         {BLOCK: pl.Int64, **{name: schema[column] for column, name in first.items()}, **_STATS}
     )
     kernel = pl.struct(*dict.fromkeys(columns)).map_batches(
-        _merge_kernel(max_gap, cap, by_offsets, first), return_dtype=dtype
+        _merge_kernel(max_gap, cap, by_offsets, first, typed), return_dtype=dtype
     )
     field = pl.col(c.RERANK_SCORE), pl.col(c.MAX_SIMILARITY)
     return (

@@ -91,19 +91,12 @@ _TOTAL = f"{TMP}total"
 
 
 def _budget(
-    blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str], typed: bool
+    blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]
 ) -> pl.LazyFrame:
-    """Rules 9-10: order blocks by ranking score, then the block and character budgets."""
-    ranked = blocks.sort(
-        [
-            c.QUERY_ID,
-            _select.signed_zero_free(pl.col(c.RANKING_SCORE)),
-            *_merge.group_order(typed),
-        ],
-        descending=[False, True] + [False] * len(_merge.group_order(typed)),
-    )
+    """Rule 10 on blocks in rule 9's order (per query, as :func:`_merge.blocks` gives
+    them): the block and character budgets."""
     ranked = (
-        ranked.with_row_index(c.BLOCK_RANK)
+        blocks.with_row_index(c.BLOCK_RANK)
         .with_columns(pl.col(c.BLOCK_RANK).cast(pl.Int64))
         .with_columns(_select.segment_index(c.QUERY_ID, c.BLOCK_RANK).alias(c.BLOCK_RANK))
     )
@@ -197,4 +190,4 @@ def postprocess(
     kept = _select.kept_chunks(slim, texts, on, zero, config.top_k, config.min_similarity, typed)
     cap = config.max_merged_block_characters
     blocks = _merge.blocks(kept, config.max_chunk_gap, cap, config.overlap, passthrough, typed)
-    return _budget(blocks, config, passthrough, typed)
+    return _budget(blocks, config, passthrough)
