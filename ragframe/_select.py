@@ -22,7 +22,6 @@ from ragframe.schema import TMP
 
 ROW = f"{TMP}row"
 SIM = f"{TMP}sim"
-SCORE = f"{TMP}score"
 START = f"{TMP}start"
 TYPE = f"{TMP}type"
 ENTITY = f"{TMP}entity"
@@ -53,10 +52,11 @@ def _ranked(lf: pl.LazyFrame) -> pl.LazyFrame:
     """Rules 1-2: ranking score, each candidate's row in the ranking (``RANK``: also its
     query's order) and whether it is its query's first (``START``)."""
     query = pl.col(c.QUERY_ID)  # never null: the first row starts a query too
+    score = signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM))  # a sort key, not a column
     return (
         lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(SIM))
-        .with_columns(signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM)).alias(SCORE))
-        .sort([c.QUERY_ID, SCORE], descending=[False, True], maintain_order=True)
+        .drop(c.SIMILARITY)
+        .sort([query, score], descending=[False, True], maintain_order=True)
         .with_row_index(RANK)  # cheaper than an int_range on the streaming engine
         .with_columns(pl.col(RANK).cast(pl.Int64), query.ne_missing(query.shift(1)).alias(START))
     )
