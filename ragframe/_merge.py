@@ -8,19 +8,22 @@ with resets) runs in one compiled pass over every group (:func:`ragframe._jit.me
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._jit import merge, strings
+from ragframe._jit import I64, Bools, merge, strings
 from ragframe._select import ENTITY, RANK, ROW, SIM, TYPE
 from ragframe.schema import TMP
 
 GROUP_CHUNK = f"{TMP}group_chunk"
 GROUP_RANK = f"{TMP}group_rank"
-GROUP_START = f"{TMP}group_start"
+TOTAL = f"{TMP}total"
+"""The running length of a query's blocks, up to and with this one (rule 10)."""
 MERGE_ORDER = f"{TMP}merge_order"
 BLOCK = f"{TMP}block"
 _KERNEL = f"{TMP}kernel"
@@ -40,114 +43,116 @@ _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
 """What the merge kernel computes per block."""
 
 
-def _grouped(kept: pl.LazyFrame, carry: Sequence[str], typed: bool = True) -> pl.LazyFrame:
-    """Rule 5: each group's chunks together, in (chunk index, ranking) order, and the
-    group's first chunk index and ranking row (``RANK``), which order the groups.
+def merge_order(typed: bool) -> pl.Expr:
+    """Rule 5: the rows in merge order, an arg-sort by (query, entity, type, chunk
+    index, rank): each group's chunks together, in (chunk index, ranking) order.
 
     The sequence of rule 5 sorts by (entity, chunk index), ties in ranking order; a
     group's rows share its entity, so its first appearance there is its row with the
-    least (chunk index, rank), and groups appear in (entity, that row) order. One
-    order by (entity, type, chunk index, rank) thus brings each group together in
-    merge order; the order of groups matters only to rule 9's tie-break.
-
-    The ``carry`` columns are gathered into merge order; ``text`` stays where it is
-    (moving strings costs more than moving numbers) and ``MERGE_ORDER`` says, per
-    merge position, which row's text comes next. ``typed=False``: every type is "".
+    least (chunk index, rank), and groups appear in (entity, that row) order. The
+    order of groups matters only to rule 9's tie-break (:func:`_ranked_blocks`).
+    ``typed=False``: every type is "", so the type is no key.
     """
-    key = [c.QUERY_ID, ENTITY, *([TYPE] if typed else [])]  # never null: row 0 starts too
-    start = pl.any_horizontal(*(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in key))
-    first = pl.col(GROUP_START)
-    order = pl.col(MERGE_ORDER)
-    return (
-        kept.with_columns(pl.arg_sort_by(*key, c.CHUNK_INDEX, RANK).alias(MERGE_ORDER))
-        .select(MERGE_ORDER, c.TEXT, *(pl.col(name).gather(order) for name in carry))
-        .with_columns(start.alias(GROUP_START))
-        .with_columns(
-            *(
-                (
-                    pl.when(first).then(pl.col(c.CHUNK_INDEX)).forward_fill().alias(GROUP_CHUNK),
-                    pl.when(first).then(pl.col(RANK)).forward_fill().alias(GROUP_RANK),
-                )
-                if typed
-                else ()
-            )
-        )
-    )
+    key = [c.QUERY_ID, ENTITY, *([TYPE] if typed else [])]
+    return pl.arg_sort_by(*key, c.CHUNK_INDEX, RANK)
 
 
 def _ranked_blocks(blocks: pl.DataFrame, typed: bool) -> pl.DataFrame:
     """Rule 9: ``blocks`` (in merge order: queries ascending, then groups) reordered
     within each query by ranking score, descending, ties in group order, then block
-    order. A stable sort on whole columns: numbers move, the block texts stay where
-    the kernel wrote them (only their views move).
+    order; with each block's rank in its query (``block_rank``) and the running length
+    of its query's blocks up to it (``TOTAL``), which rule 10 needs. A stable sort on
+    whole columns: numbers move, the block texts stay where the kernel wrote them.
 
     Group order is rule 5's first appearance. Without types a group is an entity, and
     merge order (``BLOCK``) already has the groups in entity order; with types, groups
     of one entity go by their first (chunk index, rank).
     """
-    if blocks.height == 0:
-        return blocks
     query = blocks[c.QUERY_ID]
-    queries = query.ne_missing(query.shift(1)).cum_sum().to_numpy()  # ascending, as merged
+    new_query = query.ne_missing(query.shift(1)).fill_null(True)
+    queries = new_query.cum_sum().to_numpy()  # ascending, as merged
     rerank = blocks[c.RERANK_SCORE].fill_null(np.nan).to_numpy()
     score = np.where(np.isnan(rerank), blocks[c.MAX_SIMILARITY].to_numpy(), rerank)
     ties = [blocks[BLOCK].to_numpy()]
     if typed:  # groups of one entity by first appearance (entities ascending, as merged)
         entity = blocks[c.ENTITY_ID]
-        changed = query.ne_missing(query.shift(1)) | entity.ne_missing(entity.shift(1))
-        entities = changed.cum_sum().to_numpy()
+        entities = (new_query | entity.ne_missing(entity.shift(1))).cum_sum().to_numpy()
         ties = [ties[0], blocks[GROUP_RANK].to_numpy(), blocks[GROUP_CHUNK].to_numpy(), entities]
-    return blocks[np.lexsort((*ties, -score, queries))]
+    ranked = blocks[np.lexsort((*ties, -score, queries))]
+    row = np.arange(ranked.height, dtype=np.int64)
+    first = _segment_starts(new_query.to_numpy())  # queries stay where they were
+    running = np.cumsum(ranked[CHARS].to_numpy())
+    before = running - ranked[CHARS].to_numpy()
+    return ranked.with_columns(
+        pl.Series(c.BLOCK_RANK, row - first), pl.Series(TOTAL, running - before[first])
+    )
+
+
+def _segment_starts(starts: Bools) -> I64:
+    """Per row, the row where its segment begins (``starts`` marks the first rows)."""
+    row = np.arange(len(starts), dtype=np.int64)
+    return np.maximum.accumulate(np.where(starts, row, 0)) if len(row) else row
 
 
 def _merge_kernel(
     max_gap: int, cap: int, by_offsets: bool, first: dict[str, str], typed: bool
 ) -> Callable[[pl.Series], pl.Series]:
-    """Rules 6-9 over whole columns, rows in merge order (see :func:`_jit.merge`);
-    ``text`` is read through ``MERGE_ORDER``. Returns one row per block, in rule 9's
-    order (:func:`_ranked_blocks`): ``BLOCK`` (its number in merge order), the block
-    statistics and, renamed by ``first``, the columns of its first row."""
+    """Rules 5-9 over whole columns (see :func:`_jit.merge`): rows in any order, with
+    ``MERGE_ORDER`` (:func:`merge_order`). Numbers are gathered into merge order here;
+    the kernel reads each chunk's text in place through the order. Returns one row per
+    block, in rule 9's order (:func:`_ranked_blocks`): ``BLOCK`` (its number in merge
+    order), the block statistics and, renamed by ``first``, its first row's columns."""
 
     def kernel(batch: pl.Series) -> pl.Series:
         parts = batch.struct.unnest()
-        chunk_index = parts[c.CHUNK_INDEX].to_numpy()
-        offs = (
-            (parts[c.START_CHAR].to_numpy(), parts[c.END_CHAR].to_numpy())
-            if by_offsets
-            else (None, None)
-        )
+        order = parts[MERGE_ORDER].to_numpy()
+        at = pl.Series(order)
+
+        def merged(name: str) -> npt.NDArray[Any]:
+            return parts[name].gather(at).to_numpy()
+
+        keys = [parts[k].gather(at) for k in (c.QUERY_ID, ENTITY, *([TYPE] if typed else []))]
+        group_start = np.zeros(len(order), dtype=np.bool_)
+        for key in keys:
+            group_start |= key.ne_missing(key.shift(1)).fill_null(True).to_numpy()
+        chunk_index = merged(c.CHUNK_INDEX)
+        offs = (merged(c.START_CHAR), merged(c.END_CHAR)) if by_offsets else (None, None)
         start, text, text_offsets, chars, end, top, total, count, rerank = merge(
             parts[c.TEXT],
-            parts[MERGE_ORDER].to_numpy(),
-            parts[GROUP_START].to_numpy(),
+            order,
+            group_start,
             chunk_index,
-            parts[SIM].to_numpy(),
-            parts[c.RERANK_SCORE].fill_null(np.nan).to_numpy(),
+            merged(SIM),
+            parts[c.RERANK_SCORE].gather(at).fill_null(np.nan).to_numpy(),
             max_gap,
             cap,
             *offs,
         )
         rows = np.flatnonzero(start)
         bounds = np.append(rows, len(start))  # blocks are consecutive runs of rows
-        mask = pl.Series(start)
         count = count[rows]
-        stats = {
-            c.END_CHUNK_INDEX: end[rows],
-            c.TEXT: strings(text, text_offsets[bounds]),
-            CHARS: chars[rows],
-            c.MAX_SIMILARITY: top[rows],
-            c.AVG_SIMILARITY: total[rows] / count,
-            c.SOURCE_CHUNK_COUNT: count,
-            c.RERANK_SCORE: pl.Series(rerank[rows]).fill_nan(None),
-            c.CHUNK_INDEXES: pl.Series(
-                pa.LargeListArray.from_arrays(pa.array(bounds), pa.array(chunk_index))
-            ),
+        heads = pl.Series(order[rows])  # each block's first row
+        columns: dict[str, Any] = {
+            name: parts[column].gather(heads) for column, name in first.items()
         }
+        if typed:  # the first row of each block's group
+            group = _segment_starts(group_start)[rows]
+            columns[GROUP_CHUNK] = chunk_index[group]
+            columns[GROUP_RANK] = merged(RANK)[group]
         blocks = pl.DataFrame(
             {
                 BLOCK: np.arange(len(rows), dtype=np.int64),
-                **{name: parts[column].filter(mask) for column, name in first.items()},
-                **stats,
+                **columns,
+                c.END_CHUNK_INDEX: end[rows],
+                c.TEXT: strings(text, text_offsets[bounds]),
+                CHARS: chars[rows],
+                c.MAX_SIMILARITY: top[rows],
+                c.AVG_SIMILARITY: total[rows] / count,
+                c.SOURCE_CHUNK_COUNT: count,
+                c.RERANK_SCORE: pl.Series(rerank[rows]).fill_nan(None),
+                c.CHUNK_INDEXES: pl.Series(
+                    pa.LargeListArray.from_arrays(pa.array(bounds), pa.array(chunk_index))
+                ),
             }
         )
         return _ranked_blocks(blocks, typed).to_struct(batch.name)
@@ -177,22 +182,27 @@ def blocks(
         ENTITY: c.ENTITY_ID,
         c.CHUNK_INDEX: c.START_CHUNK_INDEX,
         ROW: ROW,
-        **({GROUP_CHUNK: GROUP_CHUNK, GROUP_RANK: GROUP_RANK} if typed else {}),
         **{name: name for name in passthrough},
     }
-    carry = [c.QUERY_ID, ENTITY, TYPE, c.CHUNK_INDEX, RANK, SIM, c.RERANK_SCORE, ROW]
-    grouped = _grouped(kept, [*carry, *offsets, *passthrough], typed)
-    schema = grouped.collect_schema()
-    columns = [MERGE_ORDER, GROUP_START, SIM, c.RERANK_SCORE, c.TEXT, *offsets, *first]
+    schema = kept.collect_schema()
     dtype = pl.Struct(
-        {BLOCK: pl.Int64, **{name: schema[column] for column, name in first.items()}, **_STATS}
+        {
+            BLOCK: pl.Int64,
+            **{name: schema[column] for column, name in first.items()},
+            **({GROUP_CHUNK: pl.Int64, GROUP_RANK: pl.Int64} if typed else {}),
+            **_STATS,
+            c.BLOCK_RANK: pl.Int64,
+            TOTAL: pl.Int64,
+        }
     )
-    kernel = pl.struct(*dict.fromkeys(columns)).map_batches(
+    columns = [c.TEXT, RANK, SIM, c.RERANK_SCORE, *offsets, *first]
+    inputs = pl.struct(merge_order(typed).alias(MERGE_ORDER), *dict.fromkeys(columns))
+    kernel = inputs.map_batches(
         _merge_kernel(max_gap, cap, by_offsets, first, typed), return_dtype=dtype
     )
     field = pl.col(c.RERANK_SCORE), pl.col(c.MAX_SIMILARITY)
     return (
-        grouped.select(kernel.alias(_KERNEL))
+        kept.select(kernel.alias(_KERNEL))
         .unnest(_KERNEL)
         .with_columns(pl.coalesce(*field).alias(c.RANKING_SCORE))
     )

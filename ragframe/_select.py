@@ -38,16 +38,6 @@ def signed_zero_free(expr: pl.Expr) -> pl.Expr:
     return pl.when(expr == 0.0).then(0.0).otherwise(expr)
 
 
-def segment_index(key: str, row: str) -> pl.Expr:
-    """0-based row number within runs of equal, never-null ``key`` (rows sorted by
-    key), given the frame's row number ``row`` (Int64).
-
-    The same as ``int_range(len()).over(key)`` on sorted rows, without hashing.
-    """
-    starts = pl.col(key).ne_missing(pl.col(key).shift(1))  # the first row too
-    return pl.col(row) - pl.when(starts).then(pl.col(row)).forward_fill()
-
-
 def _ranked(lf: pl.LazyFrame) -> pl.LazyFrame:
     """Rules 1-2: ranking score, each candidate's row in the ranking (``RANK``: also its
     query's order) and whether it is its query's first (``START``)."""

@@ -15,7 +15,7 @@ from ragframe._select import ROW
 from ragframe._text import JAVA_WHITESPACE, TRIM_CHARS, TRUNCATE_LOOKBACK
 from ragframe.config import check_int, check_unit_float
 from ragframe.errors import ConfigError
-from ragframe.schema import TMP, Frame, to_lazy
+from ragframe.schema import Frame, to_lazy
 
 OverlapMode = Literal["text", "offsets"]
 
@@ -87,27 +87,15 @@ def _truncate_expr(text: pl.Expr, limit: int) -> pl.Expr:
     return text.str.slice(0, cut).str.strip_chars(TRIM_CHARS)
 
 
-_TOTAL = f"{TMP}total"
-
-
 def _budget(
     blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]
 ) -> pl.LazyFrame:
-    """Rule 10 on blocks in rule 9's order (per query, as :func:`_merge.blocks` gives
-    them): the block and character budgets."""
-    ranked = (
-        blocks.with_row_index(c.BLOCK_RANK)
-        .with_columns(pl.col(c.BLOCK_RANK).cast(pl.Int64))
-        .with_columns(_select.segment_index(c.QUERY_ID, c.BLOCK_RANK).alias(c.BLOCK_RANK))
-    )
+    """Rule 10 on blocks in rule 9's order, with their ``block_rank`` and running length
+    (as :func:`_merge.blocks` gives them): the block and character budgets."""
     length = pl.col(_merge.CHARS)
-    # running length per query: a running sum over all rows less the one before the
-    # query's first block (no window)
-    ranked = ranked.with_columns(length.cum_sum().alias(_TOTAL))
-    before = pl.col(_TOTAL) - length
-    total = pl.col(_TOTAL) - pl.when(pl.col(c.BLOCK_RANK) == 0).then(before).forward_fill()
-    fits = (pl.col(c.BLOCK_RANK) < config.max_blocks) & (
-        (total <= config.max_characters) | (pl.col(c.BLOCK_RANK) == 0)
+    rank = pl.col(c.BLOCK_RANK)
+    fits = (rank < config.max_blocks) & (
+        (pl.col(_merge.TOTAL) <= config.max_characters) | (rank == 0)
     )
     truncated = length > config.max_characters
     # only the rare truncated block pays for the cut: every other row cuts ""
@@ -115,7 +103,7 @@ def _budget(
         pl.when(truncated).then(c.TEXT).otherwise(pl.lit("")), config.max_characters
     )
     return (
-        ranked.filter(fits)
+        blocks.filter(fits)
         .with_columns(pl.when(truncated).then(cut).otherwise(c.TEXT).alias(c.TEXT))
         .with_columns(
             truncated.alias(c.TRUNCATED),
