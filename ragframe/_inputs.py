@@ -27,6 +27,16 @@ KNOWN = (
 )
 """Candidate columns used for ranking; ``text`` (and offsets) travel separately."""
 
+OPTIONAL = {c.ENTITY_TYPE: pl.String, c.RERANK_SCORE: pl.Float64}
+"""Optional candidate columns: all null when absent."""
+
+
+def absent(given: pl.Schema) -> list[pl.Expr]:
+    """Null literals for the optional columns the input lacks: added where first needed
+    (on the reachable rows), not carried through the ranking sort."""
+    return [pl.lit(None, dtype=dt).alias(n) for n, dt in OPTIONAL.items() if n not in given]
+
+
 _KINDS = {
     c.QUERY_ID: ("int", "string"),
     c.ENTITY_ID: ("int", "string"),
@@ -94,8 +104,9 @@ def _check_kinds(schema: pl.Schema, what: str) -> None:
 def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.LazyFrame, list[str]]:
     """Check the candidate schema; return canonical columns and passthrough names.
 
-    The result has ``ROW`` (input order), the :data:`KNOWN` columns, ``text`` and the
-    offsets unless a chunk store supplies them, and the passthrough columns.
+    The result has ``ROW`` (input order), the :data:`KNOWN` columns (the optional ones,
+    :data:`OPTIONAL`, only when given: see :func:`absent`), ``text`` and the offsets
+    unless a chunk store supplies them, and the passthrough columns.
     """
     lf, schema = _aliased(lf)
     mine = [] if has_store else [c.TEXT, *(OFFSETS if offsets else ())]
@@ -117,10 +128,6 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
     used = {*KNOWN, c.TEXT, *(OFFSETS if offsets else ())}
     passthrough = [name for name in schema if name not in used]
 
-    def optional(name: str, dtype: type[pl.DataType], expr: pl.Expr) -> pl.Expr:
-        # an absent optional column is a null literal: nothing to cast or check
-        return expr if name in schema else pl.lit(None, dtype=dtype).alias(name)
-
     text_side = (
         [] if has_store else [pl.col(c.TEXT).cast(pl.String), *_offset_exprs(offsets, "candidates")]
     )
@@ -130,10 +137,14 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
             c.QUERY_ID, pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64, "candidates"
         ),
         pl.col(c.ENTITY_ID).cast(pl.String if schema[c.ENTITY_ID] == pl.String else pl.Int64),
-        optional(c.ENTITY_TYPE, pl.String, pl.col(c.ENTITY_TYPE).cast(pl.String)),
+        *([pl.col(c.ENTITY_TYPE).cast(pl.String)] if c.ENTITY_TYPE in schema else []),
         pl.col(c.CHUNK_INDEX).cast(pl.Int64).fill_null(0),
         validated(c.SIMILARITY, pl.Float64, "candidates"),
-        optional(c.RERANK_SCORE, pl.Float64, validated(c.RERANK_SCORE, pl.Float64, "candidates")),
+        *(
+            [validated(c.RERANK_SCORE, pl.Float64, "candidates")]
+            if c.RERANK_SCORE in schema
+            else []
+        ),
         *([] if has_store else text_side),
         *passthrough,
     )

@@ -11,7 +11,7 @@ needs text.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -42,7 +42,9 @@ def _ranked(lf: pl.LazyFrame) -> pl.LazyFrame:
     """Rules 1-2: ranking score, each candidate's row in the ranking (``RANK``: also its
     query's order) and whether it is its query's first (``START``)."""
     query = pl.col(c.QUERY_ID)  # never null: the first row starts a query too
-    score = signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM))  # a sort key, not a column
+    # a sort key, not a column; without rerank scores the similarity
+    reranked = c.RERANK_SCORE in lf.collect_schema()
+    score = signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM) if reranked else pl.col(SIM))
     return (
         lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(SIM))
         .drop(c.SIMILARITY)
@@ -138,6 +140,7 @@ def kept_chunks(
     top_k: int,
     min_similarity: float,
     typed: bool = True,
+    absent: Sequence[pl.Expr] = (),
 ) -> pl.LazyFrame:
     """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns.
 
@@ -145,12 +148,13 @@ def kept_chunks(
     ``texts`` holds ``text`` keyed by ``on`` (``ROW``, or entity and chunk index for a
     chunk store). Text is joined to the reachable rows only, and normalized only where
     a chunk shares its group with another (repeats and merges need a partner).
-    ``typed=False`` says every ``entity_type`` is null (the input has none).
+    ``typed=False`` says every ``entity_type`` is null (the input has none); ``absent``
+    adds the optional columns ``slim`` lacks (null literals), after the reach.
     """
     reach = (
         _reachable(_ranked(slim), top_k, typed)
         .join(texts, on=on, how="left")
-        .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero, typed))
+        .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero, typed), *absent)
     )
     walked = pl.col(_WALK).struct.field
     count, t = walked(_COUNT), threshold_expr(walked(_COUNT), top_k, min_similarity)

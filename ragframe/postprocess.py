@@ -174,8 +174,11 @@ def postprocess(
         texts = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
         on = [c.ENTITY_ID, c.CHUNK_INDEX]
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
-    slim = lf.select(ROW, *_inputs.KNOWN, *passthrough)  # passthrough rides along
-    kept = _select.kept_chunks(slim, texts, on, zero, config.top_k, config.min_similarity, typed)
+    known = [name for name in _inputs.KNOWN if name in schema]
+    slim = lf.select(ROW, *known, *passthrough)  # passthrough rides along
+    kept = _select.kept_chunks(
+        slim, texts, on, zero, config.top_k, config.min_similarity, typed, _inputs.absent(schema)
+    )
     cap = config.max_merged_block_characters
     blocks = _merge.blocks(kept, config.max_chunk_gap, cap, config.overlap, passthrough, typed)
     return _budget(blocks, config, passthrough)
