@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ragframe import schema as c
 from ragframe._jit import I64, Bools, merge, strings
-from ragframe._select import ENTITY, RANK, ROW, SIM, TYPE
+from ragframe._select import ENTITY, RANK, SIM, TYPE
 from ragframe.schema import TMP
 
 GROUP_CHUNK = f"{TMP}group_chunk"
@@ -171,8 +171,7 @@ def blocks(
     """Rules 5-9: one row per block, queries ascending, each query's blocks in rule 9's
     order (ranking score, descending; ties by group, then block: :func:`_ranked_blocks`).
 
-    ``ROW`` is the input row of each block's first chunk, and the ``passthrough``
-    columns come from it.
+    The ``passthrough`` columns come from each block's first chunk.
     """
     by_offsets = overlap == "offsets"
     offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
@@ -181,7 +180,6 @@ def blocks(
         TYPE: c.ENTITY_TYPE,
         ENTITY: c.ENTITY_ID,
         c.CHUNK_INDEX: c.START_CHUNK_INDEX,
-        ROW: ROW,
         **{name: name for name in passthrough},
     }
     schema = kept.collect_schema()

@@ -144,7 +144,8 @@ def kept_chunks(
 ) -> pl.LazyFrame:
     """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns.
 
-    ``slim`` holds the canonical candidates without text, with a ``ROW`` index;
+    ``slim`` holds the canonical candidates without text (with a ``ROW`` index when
+    the text is inline);
     ``texts`` holds ``text`` keyed by ``on`` (``ROW``, or entity and chunk index for a
     chunk store). Text is joined to the reachable rows only, and normalized only where
     a chunk shares its group with another (repeats and merges need a partner).

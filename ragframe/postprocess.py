@@ -175,7 +175,8 @@ def postprocess(
         on = [c.ENTITY_ID, c.CHUNK_INDEX]
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
     known = [name for name in _inputs.KNOWN if name in schema]
-    slim = lf.select(ROW, *known, *passthrough)  # passthrough rides along
+    row = [ROW] if chunks is None else []  # the key of inline text
+    slim = lf.select(*row, *known, *passthrough)  # passthrough rides along
     kept = _select.kept_chunks(
         slim, texts, on, zero, config.top_k, config.min_similarity, typed, _inputs.absent(schema)
     )
