@@ -16,7 +16,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._jit import I64, Bools, merge, strings
+from ragframe._jit import I64, Bools, merge, sorted_in_segments, strings
 from ragframe._select import ENTITY, RANK, SIM, TYPE
 from ragframe.schema import TMP
 
@@ -69,18 +69,17 @@ def _ranked_blocks(blocks: pl.DataFrame, typed: bool) -> pl.DataFrame:
     of one entity go by their first (chunk index, rank).
     """
     query = blocks[c.QUERY_ID]
-    new_query = query.ne_missing(query.shift(1)).fill_null(True)
-    queries = new_query.cum_sum().to_numpy()  # ascending, as merged
-    rerank = blocks[c.RERANK_SCORE].fill_null(np.nan).to_numpy()
-    score = np.where(np.isnan(rerank), blocks[c.MAX_SIMILARITY].to_numpy(), rerank)
-    ties = [blocks[BLOCK].to_numpy()]
+    new_query = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
     if typed:  # groups of one entity by first appearance (entities ascending, as merged)
         entity = blocks[c.ENTITY_ID]
-        entities = (new_query | entity.ne_missing(entity.shift(1))).cum_sum().to_numpy()
-        ties = [ties[0], blocks[GROUP_RANK].to_numpy(), blocks[GROUP_CHUNK].to_numpy(), entities]
-    ranked = blocks[np.lexsort((*ties, -score, queries))]
+        entities = (new_query | entity.ne_missing(entity.shift(1)).to_numpy()).cumsum()
+        ties = (blocks[GROUP_RANK], blocks[GROUP_CHUNK], entities)
+        blocks = blocks[np.lexsort((*(np.asarray(t) for t in ties), new_query.cumsum()))]
+    rerank = blocks[c.RERANK_SCORE].fill_null(np.nan).to_numpy()
+    score = np.where(np.isnan(rerank), blocks[c.MAX_SIMILARITY].to_numpy(), rerank)
+    ranked = blocks[sorted_in_segments(new_query, -score)]  # stable: ties keep that order
     row = np.arange(ranked.height, dtype=np.int64)
-    first = _segment_starts(new_query.to_numpy())  # queries stay where they were
+    first = _segment_starts(new_query)  # queries stay where they were
     running = np.cumsum(ranked[CHARS].to_numpy())
     before = running - ranked[CHARS].to_numpy()
     return ranked.with_columns(

@@ -99,3 +99,16 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
     selected = [1, 2, 3, 4, 5, 6]
     assert count.tolist() == [6 if r in selected else 0 for r in range(7)]
     assert best.tolist() == [0.7 if r in selected else 0.0 for r in range(7)]
+
+
+@pytest.mark.parametrize("longest", [5, 40, 300])
+def test_sorted_in_segments_is_a_stable_sort_within_each_segment(longest: int) -> None:
+    """Rule 9's order inside the merge: short segments are insertion-sorted, long ones
+    merge-sorted; both must equal a stable sort by (segment, key)."""
+    rng = np.random.default_rng(longest)
+    sizes = rng.integers(1, longest, size=60)
+    segment = np.repeat(np.arange(len(sizes)), sizes)
+    starts = np.r_[True, segment[1:] != segment[:-1]]
+    key = rng.choice([-1.0, -0.5, -0.0, 0.0, 0.25], size=len(segment))  # many ties
+    got = _jit.sorted_in_segments(starts, key)
+    assert got.tolist() == np.lexsort((key, segment)).tolist()
