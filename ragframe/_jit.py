@@ -413,13 +413,14 @@ def _walk(
     top_k: int,
     slots: int,
     part: tuple[int, int],
-    out: tuple[I64, F64, I64, I64, I64],
+    out: tuple[Bools, I64, F64, I64, I64, I64],
 ) -> None:
     """Rule 3's walk over the queries of ``order[part[0]:part[1]]``, rows visited in
     ``order`` (ranking order per query; a query starts where ``start`` is set). Sets per row,
-    in ``out``: the number of chunks its query selected (0: the row is not selected),
-    the best similarity among them, and working state (the selected row before it of
-    the same key, its trimmed bounds, its normalized length once needed, -1 before).
+    in ``out``: whether it is selected, the number of chunks its query selected and the
+    best similarity among them (on every row of the query), and working state (the
+    selected row before it of the same key, its trimmed bounds, its normalized length
+    once needed, -1 before).
     Parts of disjoint queries may run at once: each writes only its own rows.
 
     A candidate is compared only with the selected chunks of its own (entity, type): a
@@ -428,7 +429,7 @@ def _walk(
     compared by normalized length first, then on the fly; a pathological pair (many
     near-matches) is settled by normalizing both and a linear-time search instead.
     """
-    count, best, previous, trims, norm_len = out
+    selected, count, best, previous, trims, norm_len = out
     i, n = part
     longest = max(1, int(length.max())) if len(length) else 1
     scratch = (
@@ -470,7 +471,7 @@ def _walk(
             if repeated:
                 continue
             picked += 1
-            count[r] = -1
+            selected[r] = True
             top = max(top, sim[r])
             if slot >= 0:
                 if table[slot] < 0:
@@ -479,10 +480,8 @@ def _walk(
                 previous[r] = table[slot]
                 table[slot] = r
         for j in range(first, i):
-            r = order[j]
-            if count[r] < 0:
-                count[r] = picked
-                best[r] = top
+            count[order[j]] = picked
+            best[order[j]] = top
         for j in range(filled):
             table[used[j]] = -1
 
@@ -496,7 +495,7 @@ def walk(
     entity_type: pl.Series,
     hashes: I64,
     top_k: int,
-) -> tuple[I64, F64]:
+) -> tuple[Bools, I64, F64]:
     """The distinct top-K walk (see :func:`_walk`) over columns in any row order:
     ``rank`` orders the rows (ranking order, each query's rows together), ``start``
     marks each query's first row, ``hashes`` hash (entity, type)."""
@@ -510,6 +509,7 @@ def walk(
     widest = int(np.diff(starts, append=n).max()) if n else 1  # rows of the largest query
     slots = 1 << (2 * widest).bit_length()
     out = (
+        np.zeros(n, dtype=np.bool_),
         np.zeros(n, dtype=np.int64),
         np.zeros(n, dtype=np.float64),
         np.full(n, -1, dtype=np.int64),
@@ -525,7 +525,7 @@ def walk(
 
     _in_parts(run, starts, n)
     del alive, more  # the buffers the addresses point into lived until here
-    return out[0], out[1]
+    return out[0], out[1], out[2]
 
 
 def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, list[Any]]:

@@ -3,10 +3,11 @@
 SPEC 1, rules 1-4, for every query at once. Ranking, the reachable prefix, the text
 join and the threshold are Polars expressions. The walk "skip a candidate repeated by
 an already-selected chunk, stop at top_k" runs in a compiled kernel
-(:func:`ragframe._jit.walk`) over the whole reachable prefix: the prefix of each query's
+(:func:`ragframe._jit.walk`) over the reachable prefix: the prefix of each query's
 ranking that the walk can reach before top_k chunks are surely selected (the first
 candidate of an entity cannot be a repeat, whatever the text says). Only that prefix
-needs text.
+can need text, and it is joined in two passes: first to each query's first top_k
+candidates, then to the whole prefix of the few queries those do not fill.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ ENTITY = f"{TMP}entity"
 RANK = f"{TMP}rank"
 _SURE = f"{TMP}sure"
 _HASH = f"{TMP}hash"
+HEAD = f"{TMP}head"
+_FULL = f"{TMP}full"
+_POSITION = f"{TMP}position"
+_SELECTED = "selected"
 _WALK = f"{TMP}walk"
 _COUNT = "count"
 _BEST = "best"
@@ -67,26 +72,43 @@ def _reachable(ranked: pl.LazyFrame, top_k: int, typed: bool) -> pl.LazyFrame:
     entity) cannot be a repeat, so once top_k of them have passed, the walk has
     stopped. "First" is judged by a hash of the key over the whole frame (no window):
     a collision can only make a candidate not "sure", so the prefix grows; still exact.
+    Marks each query's first top_k rows (``HEAD``) and, on every row, whether the
+    reach goes on past them (``_FULL``): see :func:`kept_chunks`.
     """
     key = pl.struct(c.QUERY_ID, *entity_key(typed)).hash()
     sure = pl.col(c.ENTITY_ID).is_null() | key.is_first_distinct()
     seen = pl.col(_SURE)  # sure rows before this one, over the whole frame
     before = seen - pl.when(START).then(seen).forward_fill()
+    rank = pl.col(RANK)
+    position = rank - pl.when(START).then(rank).forward_fill()  # in the query's order
+    query = pl.col(c.QUERY_ID)
     return (
         ranked.with_columns(sure.cast(pl.Int64).alias(_SURE))
         .with_columns((seen.cum_sum() - seen).alias(_SURE))
         .filter(before < top_k)
-        .drop(_SURE)
+        .with_columns(position.alias(_POSITION))
+        .with_columns(
+            (pl.col(_POSITION) < top_k).alias(HEAD),
+            # whether the query's reach goes on past its first top_k rows (on every row)
+            pl.when(pl.col(_POSITION) == top_k)
+            .then(True)
+            .when(query.ne_missing(query.shift(-1)))
+            .then(False)
+            .backward_fill()
+            .alias(_FULL),
+        )
+        .drop(_SURE, _POSITION)
     )
 
 
 def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
-    """Rule 3 as a kernel over whole columns: per row, how many chunks its query
-    selects (0: not selected) and the best similarity among them."""
+    """Rule 3 as a kernel over whole columns: per row, whether the walk selects it, and
+    (on every row of its query) how many chunks the query selects and the best
+    similarity among them."""
 
     def kernel(batch: pl.Series) -> pl.Series:
         parts = batch.struct.unnest()
-        count, best = walk(
+        selected, count, best = walk(
             parts[c.TEXT],
             parts[RANK].to_numpy(),
             parts[START].to_numpy(),
@@ -96,13 +118,15 @@ def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
             parts[_HASH].to_numpy().view(np.int64),
             top_k,
         )
-        return pl.DataFrame({_COUNT: count, _BEST: best}).to_struct(batch.name)
+        columns = {_SELECTED: selected, _COUNT: count, _BEST: best}
+        return pl.DataFrame(columns).to_struct(batch.name)
 
     return kernel
 
 
 def _walked(top_k: int, typed: bool) -> pl.Expr:
-    """Rule 3 over the reachable rows (in any order): struct of ``_COUNT``, ``_BEST``."""
+    """Rule 3 over rows in any order (whole queries, each a prefix of its ranking):
+    struct of ``_SELECTED``, ``_COUNT``, ``_BEST``."""
     inputs = pl.struct(
         c.TEXT,
         RANK,
@@ -112,7 +136,7 @@ def _walked(top_k: int, typed: bool) -> pl.Expr:
         c.ENTITY_TYPE,
         pl.struct(*entity_key(typed)).hash().alias(_HASH),
     )
-    dtype = pl.Struct({_COUNT: pl.Int64, _BEST: pl.Float64})
+    dtype = pl.Struct({_SELECTED: pl.Boolean, _COUNT: pl.Int64, _BEST: pl.Float64})
     return inputs.map_batches(_walk_kernel(top_k), return_dtype=dtype)
 
 
@@ -145,20 +169,34 @@ def kept_chunks(
     """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns.
 
     ``slim`` holds the canonical candidates without text (with a ``ROW`` index when
-    the text is inline);
-    ``texts`` holds ``text`` keyed by ``on`` (``ROW``, or entity and chunk index for a
-    chunk store). Text is joined to the reachable rows only, and normalized only where
-    a chunk shares its group with another (repeats and merges need a partner).
-    ``typed=False`` says every ``entity_type`` is null (the input has none); ``absent``
-    adds the optional columns ``slim`` lacks (null literals), after the reach.
+    the text is inline); ``texts`` holds ``text`` keyed by ``on`` (``ROW``, or entity
+    and chunk index for a chunk store). ``typed=False`` says every ``entity_type`` is
+    null (the input has none); ``absent`` adds the optional columns ``slim`` lacks
+    (null literals), after the reach.
+
+    Text is joined only where the walk may need it, in two passes. The first walks
+    each query's first top_k candidates (``HEAD``): where it selects top_k of them, the
+    walk stops there whatever follows, as it does unless repeats are common. The second
+    walks again, over their whole reach, only the queries the first did not fill and
+    whose reach goes on (``_FULL``). Texts are normalized only where a chunk shares its
+    group with another (repeats and merges need a partner).
     """
-    reach = (
-        _reachable(_ranked(slim), top_k, typed)
-        .join(texts, on=on, how="left")
-        .with_columns(pl.col(c.TEXT).fill_null(""), *group_key(zero, typed), *absent)
-    )
+    reach = _reachable(_ranked(slim), top_k, typed).cache()  # read by both passes
+
+    def with_text(rows: pl.LazyFrame) -> pl.LazyFrame:
+        return rows.join(texts, on=on, how="left").with_columns(
+            pl.col(c.TEXT).fill_null(""), *group_key(zero, typed), *absent
+        )
+
     walked = pl.col(_WALK).struct.field
     count, t = walked(_COUNT), threshold_expr(walked(_COUNT), top_k, min_similarity)
     # rule 4's fallback: the first selected chunk is the query's first candidate
-    keep = (count > 0) & ((pl.col(SIM) >= t) | (pl.col(START) & (walked(_BEST) < t)))
-    return reach.with_columns(_walked(top_k, typed).alias(_WALK)).filter(keep).drop(_WALK)
+    keep = walked(_SELECTED) & ((pl.col(SIM) >= t) | (pl.col(START) & (walked(_BEST) < t)))
+    # cached: both the kept rows and the list of queries to walk again read it
+    head = with_text(reach.filter(HEAD)).with_columns(_walked(top_k, typed).alias(_WALK)).cache()
+    unfilled = pl.col(_FULL) & (count < top_k)
+    short = head.filter(pl.col(START) & unfilled).select(c.QUERY_ID)
+    again = with_text(reach.join(short, on=c.QUERY_ID, how="semi"))
+    again = again.with_columns(_walked(top_k, typed).alias(_WALK))
+    done = head.filter(keep & ~unfilled)
+    return pl.concat([done, again.filter(keep)], how="vertical").drop(_WALK, HEAD, _FULL)

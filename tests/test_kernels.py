@@ -95,10 +95,10 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
     rank = np.arange(7, dtype=np.int64)[::-1].copy()  # rows in reverse ranking order
     start = rank == 0
     sim = np.linspace(0.1, 0.7, 7)  # the first-ranked row (last) has the highest
-    count, best = _jit.walk(texts, rank, start, sim, entity, entity_type, keys, top_k=10)
-    selected = [1, 2, 3, 4, 5, 6]
-    assert count.tolist() == [6 if r in selected else 0 for r in range(7)]
-    assert best.tolist() == [0.7 if r in selected else 0.0 for r in range(7)]
+    selected, count, best = _jit.walk(texts, rank, start, sim, entity, entity_type, keys, 10)
+    assert selected.tolist() == [False, True, True, True, True, True, True]
+    assert count.tolist() == [6] * 7  # the query's count and best, on each of its rows
+    assert best.tolist() == [0.7] * 7
 
 
 @pytest.mark.parametrize("longest", [5, 40, 300])

@@ -466,3 +466,33 @@ def test_offsets_mode_rebuilds_the_document_exactly() -> None:
     )
     (block,) = run_engine(frame(rows), cfg)
     assert block[c.TEXT] == content
+
+
+# --- the walk's two passes -------------------------------------------------------------
+
+
+def test_walk_goes_past_the_first_top_k_candidates_when_one_is_a_repeat(run: Runner) -> None:
+    """The engine first walks each query's first top_k candidates; a query they do not
+    fill (here a repeat among them) is walked again over its whole reach. Query 2 is
+    filled by its first two; query 3 is not, but has nothing more to walk."""
+    rows = [
+        cand(1, "shared words here", 0.9, 0, query_id=1),
+        cand(1, "shared words", 0.8, 1, query_id=1),  # a repeat of the first
+        cand(2, "another document", 0.7, 0, query_id=1),  # only reached by the second pass
+        cand(1, "alpha", 0.9, 0, query_id=2),
+        cand(2, "beta", 0.8, 0, query_id=2),
+        cand(3, "gamma", 0.7, 0, query_id=2),  # beyond top_k: never selected
+        cand(1, "solo text", 0.9, 0, query_id=3),
+        cand(1, "solo", 0.8, 1, query_id=3),  # a repeat, and the query ends
+    ]
+    cfg = config(2, 0.0, 0, 10, 10_000, 10_000)
+    out = run(frame(rows), cfg)
+    assert_same_rows(out, run_reference(frame(rows), cfg))
+    picked = {(r[c.QUERY_ID], r[c.TEXT]) for r in out}
+    assert picked == {
+        (1, "shared words here"),
+        (1, "another document"),
+        (2, "alpha"),
+        (2, "beta"),
+        (3, "solo text"),
+    }
