@@ -65,39 +65,42 @@ def entity_key(typed: bool) -> list[str]:
     return [c.ENTITY_ID, c.ENTITY_TYPE] if typed else [c.ENTITY_ID]
 
 
+def _headed(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
+    """Mark each query's first top_k rows (``HEAD``) and, on every row, whether the
+    query has rows past them (``_FULL``): see :func:`kept_chunks`. Rows in ranking
+    order."""
+    rank = pl.col(RANK)
+    position = rank - pl.when(START).then(rank).forward_fill()  # in the query's order
+    query = pl.col(c.QUERY_ID)
+    return ranked.with_columns(position.alias(_POSITION)).with_columns(
+        (pl.col(_POSITION) < top_k).alias(HEAD),
+        pl.when(pl.col(_POSITION) == top_k)
+        .then(True)
+        .when(query.ne_missing(query.shift(-1)))  # the query's last row
+        .then(False)
+        .backward_fill()
+        .alias(_FULL),
+    )
+
+
 def _reachable(ranked: pl.LazyFrame, top_k: int, typed: bool) -> pl.LazyFrame:
-    """Keep the prefix of each query's order that the walk can reach.
+    """Keep the prefix of each query's order that the walk can reach (rows of whole
+    queries, in ranking order).
 
     The first candidate of each (query, entity, type) (and any candidate without an
     entity) cannot be a repeat, so once top_k of them have passed, the walk has
     stopped. "First" is judged by a hash of the key over the whole frame (no window):
     a collision can only make a candidate not "sure", so the prefix grows; still exact.
-    Marks each query's first top_k rows (``HEAD``) and, on every row, whether the
-    reach goes on past them (``_FULL``): see :func:`kept_chunks`.
     """
     key = pl.struct(c.QUERY_ID, *entity_key(typed)).hash()
     sure = pl.col(c.ENTITY_ID).is_null() | key.is_first_distinct()
     seen = pl.col(_SURE)  # sure rows before this one, over the whole frame
     before = seen - pl.when(START).then(seen).forward_fill()
-    rank = pl.col(RANK)
-    position = rank - pl.when(START).then(rank).forward_fill()  # in the query's order
-    query = pl.col(c.QUERY_ID)
     return (
         ranked.with_columns(sure.cast(pl.Int64).alias(_SURE))
         .with_columns((seen.cum_sum() - seen).alias(_SURE))
         .filter(before < top_k)
-        .with_columns(position.alias(_POSITION))
-        .with_columns(
-            (pl.col(_POSITION) < top_k).alias(HEAD),
-            # whether the query's reach goes on past its first top_k rows (on every row)
-            pl.when(pl.col(_POSITION) == top_k)
-            .then(True)
-            .when(query.ne_missing(query.shift(-1)))
-            .then(False)
-            .backward_fill()
-            .alias(_FULL),
-        )
-        .drop(_SURE, _POSITION)
+        .drop(_SURE)
     )
 
 
@@ -177,11 +180,12 @@ def kept_chunks(
     Text is joined only where the walk may need it, in two passes. The first walks
     each query's first top_k candidates (``HEAD``): where it selects top_k of them, the
     walk stops there whatever follows, as it does unless repeats are common. The second
-    walks again, over their whole reach, only the queries the first did not fill and
-    whose reach goes on (``_FULL``). Texts are normalized only where a chunk shares its
-    group with another (repeats and merges need a partner).
+    walks again only the queries the first did not fill and that have more candidates
+    (``_FULL``), over their reachable prefix (:func:`_reachable`). Texts are normalized
+    only where a chunk shares its group with another (repeats and merges need a
+    partner).
     """
-    reach = _reachable(_ranked(slim), top_k, typed).cache()  # read by both passes
+    ranked = _headed(_ranked(slim), top_k).cache()  # read by both passes
 
     def with_text(rows: pl.LazyFrame) -> pl.LazyFrame:
         return rows.join(texts, on=on, how="left").with_columns(
@@ -193,10 +197,12 @@ def kept_chunks(
     # rule 4's fallback: the first selected chunk is the query's first candidate
     keep = walked(_SELECTED) & ((pl.col(SIM) >= t) | (pl.col(START) & (walked(_BEST) < t)))
     # cached: both the kept rows and the list of queries to walk again read it
-    head = with_text(reach.filter(HEAD)).with_columns(_walked(top_k, typed).alias(_WALK)).cache()
+    head = with_text(ranked.filter(HEAD)).with_columns(_walked(top_k, typed).alias(_WALK)).cache()
     unfilled = pl.col(_FULL) & (count < top_k)
     short = head.filter(pl.col(START) & unfilled).select(c.QUERY_ID)
-    again = with_text(reach.join(short, on=c.QUERY_ID, how="semi"))
+    rest = ranked.join(short, on=c.QUERY_ID, how="semi").sort(RANK)  # few rows, as ranked
+    again = with_text(_reachable(rest, top_k, typed))
     again = again.with_columns(_walked(top_k, typed).alias(_WALK))
     done = head.filter(keep & ~unfilled)
-    return pl.concat([done, again.filter(keep)], how="vertical").drop(_WALK, HEAD, _FULL)
+    drop = [_WALK, HEAD, _FULL, _POSITION]
+    return pl.concat([done, again.filter(keep)], how="vertical").drop(drop)
