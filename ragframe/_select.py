@@ -185,7 +185,7 @@ def kept_chunks(
     only where a chunk shares its group with another (repeats and merges need a
     partner).
     """
-    ranked = _headed(_ranked(slim), top_k).cache()  # read by both passes
+    ranked = _headed(_ranked(slim), top_k)
 
     def with_text(rows: pl.LazyFrame) -> pl.LazyFrame:
         return rows.join(texts, on=on, how="left").with_columns(
@@ -200,8 +200,10 @@ def kept_chunks(
     head = with_text(ranked.filter(HEAD)).with_columns(_walked(top_k, typed).alias(_WALK)).cache()
     unfilled = pl.col(_FULL) & (count < top_k)
     short = head.filter(pl.col(START) & unfilled).select(c.QUERY_ID)
-    rest = ranked.join(short, on=c.QUERY_ID, how="semi").sort(RANK)  # few rows, as ranked
-    again = with_text(_reachable(rest, top_k, typed))
+    # the candidates of those queries, in input order (the ranking's tie-break), ranked
+    # again: a few rows, and a query's ranks only ever meet ranks of the same query
+    rest = slim.join(short, on=c.QUERY_ID, how="semi", maintain_order="left")
+    again = with_text(_reachable(_headed(_ranked(rest), top_k), top_k, typed))
     again = again.with_columns(_walked(top_k, typed).alias(_WALK))
     done = head.filter(keep & ~unfilled)
     drop = [_WALK, HEAD, _FULL, _POSITION]
