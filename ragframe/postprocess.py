@@ -171,7 +171,8 @@ def postprocess(
         side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())]
         texts, on = lf.select(ROW, *side), [ROW]
     else:
-        texts = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
+        # cached: both walk passes join it (the streaming engine then reads it once)
+        texts = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets).cache()
         on = [c.ENTITY_ID, c.CHUNK_INDEX]
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
     known = [name for name in _inputs.KNOWN if name in schema]
