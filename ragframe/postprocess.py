@@ -169,7 +169,7 @@ def postprocess(
     schema = lf.collect_schema()
     if chunks is None:
         side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())]
-        texts, on = lf.select(ROW, *side), [ROW]
+        texts, on = lf.select(ROW, *side).cache(), [ROW]  # both walk passes join it
     else:
         # cached: both walk passes join it (the streaming engine then reads it once)
         texts = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets).cache()
