@@ -1,8 +1,11 @@
-"""Merge half of ``postprocess``: sort, group, remove overlap, build blocks.
+"""Merge half of ``postprocess``: sort, group, remove overlap, build and order blocks.
 
-SPEC 1, rules 5-8. Sorting and grouping are Polars expressions; the merge itself
+SPEC 1, rules 5-9. The merge order (rule 5) is a Polars arg-sort; the merge itself
 (overlap removal against the block text built so far, and the size cap, a running sum
-with resets) runs in one compiled pass over every group (:func:`ragframe._jit.merge`).
+with resets) runs in one compiled pass over every group (:func:`ragframe._jit.merge`),
+reading each chunk's text in place through that order. The kernel's wrapper then
+orders each query's blocks (rule 9) with whole-column operations, so no frame that
+carries text is ever sorted (the streaming engine copies every string it sorts).
 """
 
 from __future__ import annotations
