@@ -32,6 +32,9 @@ from ragframe.reference import postprocess_reference
 
 CONFIG = ragframe.PostprocessConfig()
 REFERENCE_QUERIES = 100
+ROUNDS = 7
+"""Timed rounds per benchmark: the summary compares medians, and on a shared machine a
+median of 3 moves with a single slow round."""
 VARIANTS = ["store", "inline"]
 MODES = ["text", "offsets"]
 
@@ -66,7 +69,7 @@ def test_engine(benchmark: Any, retrieval: tuple[str, Retrieval], variant: str) 
     size, data = retrieval
     _group(benchmark, size, variant)
     candidates, chunks = _inputs(data, variant)
-    out = benchmark.pedantic(_engine, args=(candidates, chunks), rounds=3, warmup_rounds=1)
+    out = benchmark.pedantic(_engine, args=(candidates, chunks), rounds=ROUNDS, warmup_rounds=1)
     assert out.height > 0
     record(benchmark, size, variant, "engine", candidates.height)
 
@@ -76,7 +79,7 @@ def test_baseline(benchmark: Any, retrieval: tuple[str, Retrieval], variant: str
     size, data = retrieval
     _group(benchmark, size, variant)
     candidates, chunks = _inputs(data, variant)
-    out = benchmark.pedantic(_baseline, args=(candidates, chunks), rounds=3, warmup_rounds=1)
+    out = benchmark.pedantic(_baseline, args=(candidates, chunks), rounds=ROUNDS, warmup_rounds=1)
     assert out.height == candidates["query_id"].n_unique() * CONFIG.top_k
     record(benchmark, size, variant, "baseline", candidates.height)
 
@@ -88,7 +91,7 @@ def test_reference(benchmark: Any, retrieval: tuple[str, Retrieval], variant: st
     _group(benchmark, size, variant)
     sample = data.inline.filter(pl.col("query_id") <= REFERENCE_QUERIES)
     sample = sample.rename({"doc_id": "entity_id"})
-    out = benchmark.pedantic(postprocess_reference, args=(sample, CONFIG), rounds=3)
+    out = benchmark.pedantic(postprocess_reference, args=(sample, CONFIG), rounds=ROUNDS)
     assert out == ragframe.postprocess(sample, CONFIG).collect().to_dicts()  # same work
     record(benchmark, size, variant, "reference", sample.height)
 
@@ -103,6 +106,6 @@ def test_overlap_mode(benchmark: Any, retrieval: tuple[str, Retrieval], mode: st
     def run() -> pl.DataFrame:
         return ragframe.postprocess(data.results, config, chunks=data.chunks).collect()
 
-    out = benchmark.pedantic(run, rounds=3, warmup_rounds=1)
+    out = benchmark.pedantic(run, rounds=ROUNDS, warmup_rounds=1)
     assert out.height > 0
     record(benchmark, size, "overlap", mode, data.results.height)
