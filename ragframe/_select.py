@@ -43,19 +43,24 @@ def signed_zero_free(expr: pl.Expr) -> pl.Expr:
     return pl.when(expr == 0.0).then(0.0).otherwise(expr)
 
 
-def _ranked(lf: pl.LazyFrame) -> pl.LazyFrame:
+def _ranked(lf: pl.LazyFrame, keep: int | None = None) -> pl.LazyFrame:
     """Rules 1-2: ranking score, each candidate's row in the ranking (``RANK``: also its
-    query's order) and whether it is its query's first (``START``)."""
+    query's order) and whether it is its query's first (``START``). With ``keep``, only
+    each query's first ``keep`` rows."""
     query = pl.col(c.QUERY_ID)  # never null: the first row starts a query too
     # a sort key, not a column; without rerank scores the similarity
     reranked = c.RERANK_SCORE in lf.collect_schema()
     score = signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM) if reranked else pl.col(SIM))
-    return (
+    ranked = (
         lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(SIM))
         .drop(c.SIMILARITY)
         .sort([query, score], descending=[False, True], maintain_order=True)
         .with_row_index(RANK)  # cheaper than an int_range on the streaming engine
-        .with_columns(pl.col(RANK).cast(pl.Int64), query.ne_missing(query.shift(1)).alias(START))
+    )
+    if keep is not None:
+        ranked = ranked.group_by(c.QUERY_ID, maintain_order=True).head(keep)
+    return ranked.with_columns(
+        pl.col(RANK).cast(pl.Int64), query.ne_missing(query.shift(1)).alias(START)
     )
 
 
@@ -185,7 +190,7 @@ def kept_chunks(
     only where a chunk shares its group with another (repeats and merges need a
     partner).
     """
-    ranked = _headed(_ranked(slim), top_k)
+    ranked = _headed(_ranked(slim, keep=top_k + 1), top_k)  # one past: is there more?
 
     def with_text(rows: pl.LazyFrame) -> pl.LazyFrame:
         return rows.join(texts, on=on, how="left").with_columns(
@@ -207,4 +212,5 @@ def kept_chunks(
     again = again.with_columns(_walked(top_k, typed).alias(_WALK))
     done = head.filter(keep & ~unfilled)
     drop = [_WALK, HEAD, _FULL, _POSITION]
-    return pl.concat([done, again.filter(keep)], how="vertical").drop(drop)
+    again = again.filter(keep).select(done.collect_schema().names())  # same column order
+    return pl.concat([done, again], how="vertical").drop(drop)
