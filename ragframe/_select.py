@@ -32,6 +32,9 @@ _HASH = f"{TMP}hash"
 HEAD = f"{TMP}head"
 _FULL = f"{TMP}full"
 _POSITION = f"{TMP}position"
+FIRST_PASS = 2
+"""The first walk takes each query's first ``FIRST_PASS * top_k`` candidates: room for
+a few repeats, so that few queries need the second."""
 _SELECTED = "selected"
 _WALK = f"{TMP}walk"
 _COUNT = "count"
@@ -190,7 +193,8 @@ def kept_chunks(
     only where a chunk shares its group with another (repeats and merges need a
     partner).
     """
-    ranked = _headed(_ranked(slim, keep=top_k + 1), top_k)  # one past: is there more?
+    width = FIRST_PASS * top_k
+    ranked = _headed(_ranked(slim, keep=width + 1), width)  # one past: is there more?
 
     def with_text(rows: pl.LazyFrame) -> pl.LazyFrame:
         return rows.join(texts, on=on, how="left").with_columns(
@@ -208,7 +212,7 @@ def kept_chunks(
     # the candidates of those queries, in input order (the ranking's tie-break), ranked
     # again: a few rows, and a query's ranks only ever meet ranks of the same query
     rest = slim.join(short, on=c.QUERY_ID, how="semi", maintain_order="left")
-    again = with_text(_reachable(_headed(_ranked(rest), top_k), top_k, typed))
+    again = with_text(_reachable(_headed(_ranked(rest), width), top_k, typed))
     again = again.with_columns(_walked(top_k, typed).alias(_WALK))
     done = head.filter(keep & ~unfilled)
     drop = [_WALK, HEAD, _FULL, _POSITION]
