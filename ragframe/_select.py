@@ -6,8 +6,9 @@ an already-selected chunk, stop at top_k" runs in a compiled kernel
 (:func:`ragframe._jit.walk`) over the reachable prefix: the prefix of each query's
 ranking that the walk can reach before top_k chunks are surely selected (the first
 candidate of an entity cannot be a repeat, whatever the text says). Only that prefix
-can need text, and it is joined in two passes: first to each query's first top_k
-candidates, then to the whole prefix of the few queries those do not fill.
+can need text, and it is joined in two passes: first to each query's first
+``FIRST_PASS * top_k`` candidates, then to the whole prefix of the few queries those
+do not fill.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def entity_key(typed: bool) -> list[str]:
 
 
 def _headed(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
-    """Mark each query's first top_k rows (``HEAD``) and, on every row, whether the
+    """Mark each query's first ``top_k`` rows (``HEAD``; the first pass passes its own
+    width) and, on every row, whether the
     query has rows past them (``_FULL``): see :func:`kept_chunks`. Rows in ranking
     order."""
     rank = pl.col(RANK)
@@ -186,8 +188,9 @@ def kept_chunks(
     (null literals), after the reach.
 
     Text is joined only where the walk may need it, in two passes. The first walks
-    each query's first top_k candidates (``HEAD``): where it selects top_k of them, the
-    walk stops there whatever follows, as it does unless repeats are common. The second
+    each query's first ``FIRST_PASS * top_k`` candidates (``HEAD``): where it selects
+    top_k of them, the walk stops there whatever follows, as it does unless repeats are
+    common. The second
     walks again only the queries the first did not fill and that have more candidates
     (``_FULL``), over their reachable prefix (:func:`_reachable`). Texts are normalized
     only where a chunk shares its group with another (repeats and merges need a
