@@ -13,7 +13,7 @@ import pytest
 
 import ragframe
 from ragframe import schema as c
-from ragframe._select import FIRST_PASS
+from ragframe._select import first_pass_width
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.postprocess import PostprocessConfig
 from tests.conftest import (
@@ -473,10 +473,10 @@ def test_offsets_mode_rebuilds_the_document_exactly() -> None:
 
 
 def test_walk_goes_past_the_first_top_k_candidates_when_one_is_a_repeat(run: Runner) -> None:
-    """The engine first walks each query's first FIRST_PASS * top_k candidates; a query
-    they do not fill (here repeats among them) is walked again over its whole reach.
-    Query 2 is filled by its first two; query 3 is not, but has nothing more to walk."""
-    assert FIRST_PASS * 2 == 4  # top_k 2: query 1's fifth candidate is past the first pass
+    """The engine first walks each query's first few candidates (first_pass_width); a
+    query they do not fill (here repeats among them) is walked again over its whole
+    reach. Query 2 is filled by its first two; query 3 is not, but has nothing more."""
+    assert first_pass_width(2) <= 4  # query 1's fifth candidate is past the first pass
     rows = [
         cand(1, "shared words here", 0.9, 0, query_id=1),
         cand(1, "shared words", 0.8, 1, query_id=1),  # repeats of the first
