@@ -7,7 +7,7 @@ an already-selected chunk, stop at top_k" runs in a compiled kernel
 ranking that the walk can reach before top_k chunks are surely selected (the first
 candidate of an entity cannot be a repeat, whatever the text says). Only that prefix
 can need text, and it is joined in two passes: first to each query's first
-``FIRST_PASS * top_k`` candidates, then to the whole prefix of the few queries those
+:func:`first_pass_width` candidates, then to the whole prefix of the few queries those
 do not fill.
 """
 
@@ -82,17 +82,16 @@ def entity_key(typed: bool) -> list[str]:
     return [c.ENTITY_ID, c.ENTITY_TYPE] if typed else [c.ENTITY_ID]
 
 
-def _headed(ranked: pl.LazyFrame, top_k: int) -> pl.LazyFrame:
-    """Mark each query's first ``top_k`` rows (``HEAD``; the first pass passes its own
-    width) and, on every row, whether the
+def _headed(ranked: pl.LazyFrame, width: int) -> pl.LazyFrame:
+    """Mark each query's first ``width`` rows (``HEAD``) and, on every row, whether the
     query has rows past them (``_FULL``): see :func:`kept_chunks`. Rows in ranking
     order."""
     rank = pl.col(RANK)
     position = rank - pl.when(START).then(rank).forward_fill()  # in the query's order
     query = pl.col(c.QUERY_ID)
     return ranked.with_columns(position.alias(_POSITION)).with_columns(
-        (pl.col(_POSITION) < top_k).alias(HEAD),
-        pl.when(pl.col(_POSITION) == top_k)
+        (pl.col(_POSITION) < width).alias(HEAD),
+        pl.when(pl.col(_POSITION) == width)
         .then(True)
         .when(query.ne_missing(query.shift(-1)))  # the query's last row
         .then(False)
@@ -198,11 +197,10 @@ def kept_chunks(
     Text is joined only where the walk may need it, in two passes. The first walks
     each query's first :func:`first_pass_width` candidates (``HEAD``): where it selects
     top_k of them, the walk stops there whatever follows, as it does unless repeats are
-    common. The second
-    walks again only the queries the first did not fill and that have more candidates
-    (``_FULL``), over their reachable prefix (:func:`_reachable`). Texts are normalized
-    only where a chunk shares its group with another (repeats and merges need a
-    partner).
+    common. The second walks again only the queries the first did not fill and that
+    have more candidates (``_FULL``), over their reachable prefix (:func:`_reachable`).
+    Texts are normalized only where a chunk shares its group with another (repeats and
+    merges need a partner).
     """
     width = first_pass_width(top_k)
     ranked = _headed(_ranked(slim, keep=width + 1), width)  # one past: is there more?
