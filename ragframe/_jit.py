@@ -553,11 +553,10 @@ def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, lis
 # --- merging -----------------------------------------------------------------------------
 
 
-@_compiled
-def _skip_units(data: U8, start: int, end: int, units: int) -> tuple[int, int]:
-    """The seed's walk: skip leading Java whitespace, then ``units`` characters, a
-    whitespace run counting as one. Returns the byte position and code points skipped."""
-    pos = start
+@nb.njit(inline="always")
+def _skip_java_whitespace(data: U8, pos: int, end: int) -> tuple[int, int]:
+    """Skip the Java whitespace at ``data[pos:end]``: the position after it and the code
+    points skipped."""
     skipped = 0
     while pos < end:
         cp, nxt = _decode(data, pos)
@@ -565,19 +564,22 @@ def _skip_units(data: U8, start: int, end: int, units: int) -> tuple[int, int]:
             break
         pos = nxt
         skipped += 1
+    return pos, skipped
+
+
+@_compiled
+def _skip_units(data: U8, start: int, end: int, units: int) -> tuple[int, int]:
+    """The seed's walk: skip leading Java whitespace, then ``units`` characters, a
+    whitespace run counting as one. Returns the byte position and code points skipped."""
+    pos, skipped = _skip_java_whitespace(data, start, end)
     for _ in range(units):
         if pos >= end:
             break
-        cp, nxt = _decode(data, pos)
-        pos = nxt
+        cp, pos = _decode(data, pos)
         skipped += 1
-        if _java_whitespace(cp):
-            while pos < end:
-                cp, nxt = _decode(data, pos)
-                if not _java_whitespace(cp):
-                    break
-                pos = nxt
-                skipped += 1
+        if _java_whitespace(cp):  # the rest of the run counts with it
+            pos, more = _skip_java_whitespace(data, pos, end)
+            skipped += more
     return pos, skipped
 
 
