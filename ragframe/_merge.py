@@ -41,6 +41,7 @@ _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
     c.AVG_SIMILARITY: pl.Float64,
     c.SOURCE_CHUNK_COUNT: pl.Int64,
     c.RERANK_SCORE: pl.Float64,
+    c.RANKING_SCORE: pl.Float64,
     c.CHUNK_INDEXES: pl.List(pl.Int64),
 }
 """What the merge kernel computes per block."""
@@ -78,13 +79,13 @@ def _ranked_blocks(blocks: pl.DataFrame, typed: bool) -> pl.DataFrame:
         entities = (new_query | entity.ne_missing(entity.shift(1)).to_numpy()).cumsum()
         ties = (blocks[GROUP_RANK], blocks[GROUP_CHUNK], entities)
         blocks = blocks[np.lexsort((*(np.asarray(t) for t in ties), new_query.cumsum()))]
-    rerank = blocks[c.RERANK_SCORE].fill_null(np.nan).to_numpy()
-    score = np.where(np.isnan(rerank), blocks[c.MAX_SIMILARITY].to_numpy(), rerank)
+    score = blocks[c.RANKING_SCORE].to_numpy()
     ranked = blocks[sorted_in_segments(new_query, -score)]  # stable: ties keep that order
     row = np.arange(ranked.height, dtype=np.int64)
     first = _segment_starts(new_query)  # queries stay where they were
-    running = np.cumsum(ranked[CHARS].to_numpy())
-    before = running - ranked[CHARS].to_numpy()
+    chars = ranked[CHARS].to_numpy()
+    running = np.cumsum(chars)
+    before = running - chars
     return ranked.with_columns(
         pl.Series(c.BLOCK_RANK, row - first), pl.Series(TOTAL, running - before[first])
     )
@@ -132,7 +133,7 @@ def _merge_kernel(
         )
         rows = np.flatnonzero(start)
         bounds = np.append(rows, len(start))  # blocks are consecutive runs of rows
-        count = count[rows]
+        count, rerank = count[rows], rerank[rows]
         heads = pl.Series(order[rows])  # each block's first row
         columns: dict[str, Any] = {
             name: parts[column].gather(heads) for column, name in first.items()
@@ -151,7 +152,8 @@ def _merge_kernel(
                 c.MAX_SIMILARITY: top[rows],
                 c.AVG_SIMILARITY: total[rows] / count,
                 c.SOURCE_CHUNK_COUNT: count,
-                c.RERANK_SCORE: pl.Series(rerank[rows]).fill_nan(None),
+                c.RERANK_SCORE: pl.Series(rerank).fill_nan(None),
+                c.RANKING_SCORE: np.where(np.isnan(rerank), top[rows], rerank),
                 c.CHUNK_INDEXES: pl.Series(
                     pa.LargeListArray.from_arrays(pa.array(bounds), pa.array(chunk_index))
                 ),
@@ -200,9 +202,4 @@ def blocks(
     kernel = inputs.map_batches(
         _merge_kernel(max_gap, cap, by_offsets, first, typed), return_dtype=dtype
     )
-    field = pl.col(c.RERANK_SCORE), pl.col(c.MAX_SIMILARITY)
-    return (
-        kept.select(kernel.alias(_KERNEL))
-        .unnest(_KERNEL)
-        .with_columns(pl.coalesce(*field).alias(c.RANKING_SCORE))
-    )
+    return kept.select(kernel.alias(_KERNEL)).unnest(_KERNEL)
