@@ -82,12 +82,17 @@ def entity_key(typed: bool) -> list[str]:
     return [c.ENTITY_ID, c.ENTITY_TYPE] if typed else [c.ENTITY_ID]
 
 
+def _since_start(running: pl.Expr) -> pl.Expr:
+    """A running value (over all rows, in ranking order) less its value on the query's
+    first row: the same value counted from each query's start, without a window."""
+    return running - pl.when(START).then(running).forward_fill()
+
+
 def _headed(ranked: pl.LazyFrame, width: int) -> pl.LazyFrame:
     """Mark each query's first ``width`` rows (``HEAD``) and, on every row, whether the
     query has rows past them (``_FULL``): see :func:`kept_chunks`. Rows in ranking
     order."""
-    rank = pl.col(RANK)
-    position = rank - pl.when(START).then(rank).forward_fill()  # in the query's order
+    position = _since_start(pl.col(RANK))  # in the query's order
     query = pl.col(c.QUERY_ID)
     return ranked.with_columns(position.alias(_POSITION)).with_columns(
         (pl.col(_POSITION) < width).alias(HEAD),
@@ -112,7 +117,7 @@ def _reachable(ranked: pl.LazyFrame, top_k: int, typed: bool) -> pl.LazyFrame:
     key = pl.struct(c.QUERY_ID, *entity_key(typed)).hash()
     sure = pl.col(c.ENTITY_ID).is_null() | key.is_first_distinct()
     seen = pl.col(_SURE)  # sure rows before this one, over the whole frame
-    before = seen - pl.when(START).then(seen).forward_fill()
+    before = _since_start(seen)
     return (
         ranked.with_columns(sure.cast(pl.Int64).alias(_SURE))
         .with_columns((seen.cum_sum() - seen).alias(_SURE))
