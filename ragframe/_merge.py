@@ -1,6 +1,7 @@
 """Merge half of ``postprocess``: sort, group, remove overlap, build and order blocks.
 
-SPEC 1, rules 5-9. The merge order (rule 5) is a Polars arg-sort; the merge itself
+SPEC 1, rules 5-9. The merge order (rule 5) is a compiled sort within each query
+(:func:`merge_order`); the merge itself
 (overlap removal against the block text built so far, and the size cap, a running sum
 with resets) runs in one compiled pass over every group (:func:`ragframe._jit.merge`),
 reading each chunk's text in place through that order. The kernel's wrapper then
@@ -19,7 +20,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._jit import I64, Bools, merge, sorted_in_segments, strings
+from ragframe._jit import I64, Bools, merge, ordered_in_segments, sorted_in_segments, strings
 from ragframe._select import ENTITY, RANK, SIM, TYPE
 from ragframe.schema import TMP
 
@@ -27,7 +28,6 @@ GROUP_CHUNK = f"{TMP}group_chunk"
 GROUP_RANK = f"{TMP}group_rank"
 TOTAL = f"{TMP}total"
 """The running length of a query's blocks, up to and with this one (rule 10)."""
-MERGE_ORDER = f"{TMP}merge_order"
 BLOCK = f"{TMP}block"
 _KERNEL = f"{TMP}kernel"
 CHARS = f"{TMP}chars"
@@ -47,18 +47,38 @@ _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
 """What the merge kernel computes per block."""
 
 
-def merge_order(typed: bool) -> pl.Expr:
-    """Rule 5: the rows in merge order, an arg-sort by (query, entity, type, chunk
-    index, rank): each group's chunks together, in (chunk index, ranking) order.
+def merge_order(parts: pl.DataFrame, typed: bool) -> npt.NDArray[np.int64]:
+    """Rule 5: the rows of ``parts`` (any order) in merge order: queries ascending, and
+    within each query by (entity, type, chunk index, rank), so each group's chunks
+    together, in (chunk index, ranking) order.
 
-    The sequence of rule 5 sorts by (entity, chunk index), ties in ranking order; a
-    group's rows share its entity, so its first appearance there is its row with the
-    least (chunk index, rank), and groups appear in (entity, that row) order. The
-    order of groups matters only to rule 9's tie-break (:func:`_ranked_blocks`).
-    ``typed=False``: every type is "", so the type is no key.
+    ``RANK``, a row's place in the whole ranking, puts the rows in (query, ranking)
+    order: one stable integer sort, near-linear when the rows are nearly in that order
+    already. The sequence of rule 5 then sorts each query's rows by (entity, chunk
+    index), ties in ranking order; a group's rows share its entity, so its first
+    appearance there is its row with the least (chunk index, rank), and groups appear
+    in (entity, that row) order. The order of groups matters only to rule 9's
+    tie-break (:func:`_ranked_blocks`). ``typed=False``: every type is "", so the type
+    is no key. String keys sort by their dense rank (Polars' string order); a query's
+    rows are few, so they are ordered by a compiled sort within each query.
     """
-    key = [c.QUERY_ID, ENTITY, *([TYPE] if typed else [])]
-    return pl.arg_sort_by(*key, c.CHUNK_INDEX, RANK)
+    rank = parts[RANK].to_numpy()
+    ranked = np.argsort(rank, kind="stable") if len(rank) else np.zeros(0, dtype=np.int64)
+    at = pl.Series(ranked)  # only the key columns are gathered (text would be costly)
+    query = parts[c.QUERY_ID].gather(at)
+    if not query.is_sorted():  # RANK is a place in a ranking sorted by query
+        raise RuntimeError("internal error: ranks out of query order in the merge kernel")
+
+    def code(name: str) -> npt.NDArray[np.int64]:
+        column = parts[name]
+        if column.dtype == pl.String:
+            column = column.rank("dense")
+        return column.cast(pl.Int64).to_numpy()[ranked]
+
+    starts = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
+    names = [ENTITY, *([TYPE] if typed else []), c.CHUNK_INDEX, RANK]
+    keys = np.column_stack([code(name) for name in names]) if len(query) else np.zeros((0, 4))
+    return ranked[ordered_in_segments(starts, keys.astype(np.int64, copy=False))]
 
 
 def _ranked_blocks(blocks: pl.DataFrame, typed: bool) -> pl.DataFrame:
@@ -100,15 +120,15 @@ def _segment_starts(starts: Bools) -> I64:
 def _merge_kernel(
     max_gap: int, cap: int, by_offsets: bool, first: dict[str, str], typed: bool
 ) -> Callable[[pl.Series], pl.Series]:
-    """Rules 5-9 over whole columns (see :func:`_jit.merge`): rows in any order, with
-    ``MERGE_ORDER`` (:func:`merge_order`). Numbers are gathered into merge order here;
+    """Rules 5-9 over whole columns (see :func:`_jit.merge`): rows in any order
+    (:func:`merge_order`). Numbers are gathered into merge order here;
     the kernel reads each chunk's text in place through the order. Returns one row per
     block, in rule 9's order (:func:`_ranked_blocks`): ``BLOCK`` (its number in merge
     order), the block statistics and, renamed by ``first``, its first row's columns."""
 
     def kernel(batch: pl.Series) -> pl.Series:
         parts = batch.struct.unnest()
-        order = parts[MERGE_ORDER].to_numpy()
+        order = merge_order(parts, typed)
         at = pl.Series(order)
 
         def merged(name: str) -> npt.NDArray[Any]:
@@ -174,6 +194,7 @@ def blocks(
 ) -> pl.LazyFrame:
     """Rules 5-9: one row per block, queries ascending, each query's blocks in rule 9's
     order (ranking score, descending; ties by group, then block: :func:`_ranked_blocks`).
+    ``kept`` rows in any order; their ``RANK`` (a place in the whole ranking) orders them.
 
     The ``passthrough`` columns come from each block's first chunk.
     """
@@ -198,7 +219,7 @@ def blocks(
         }
     )
     columns = [c.TEXT, RANK, SIM, c.RERANK_SCORE, *offsets, *first]
-    inputs = pl.struct(merge_order(typed).alias(MERGE_ORDER), *dict.fromkeys(columns))
+    inputs = pl.struct(*dict.fromkeys(columns))
     kernel = inputs.map_batches(
         _merge_kernel(max_gap, cap, by_offsets, first, typed), return_dtype=dtype
     )

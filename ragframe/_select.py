@@ -33,6 +33,7 @@ _HASH = f"{TMP}hash"
 HEAD = f"{TMP}head"
 _FULL = f"{TMP}full"
 _POSITION = f"{TMP}position"
+_BASE = f"{TMP}base"
 FIRST_PASS = 1.5
 """The first walk takes each query's first ``FIRST_PASS * top_k`` candidates: room for
 a few repeats, so that few queries need the second (measured on the benchmark data:
@@ -191,7 +192,9 @@ def kept_chunks(
     typed: bool = True,
     absent: Sequence[pl.Expr] = (),
 ) -> pl.LazyFrame:
-    """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns.
+    """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns, in
+    any order: ``RANK``, each row's place in the whole ranking, orders them (queries
+    ascending, each in ranking order).
 
     ``slim`` holds the canonical candidates without text (with a ``ROW`` index when
     the text is inline); ``texts`` holds ``text`` keyed by ``on`` (``ROW``, or entity
@@ -211,6 +214,7 @@ def kept_chunks(
     ranked = _headed(_ranked(slim, keep=width + 1), width)  # one past: is there more?
 
     def with_text(rows: pl.LazyFrame) -> pl.LazyFrame:
+        # any row order (cheaper on the streaming engine): RANK orders the rows
         return rows.join(texts, on=on, how="left").with_columns(
             pl.col(c.TEXT).fill_null(""), *group_key(zero, typed), *absent
         )
@@ -222,12 +226,17 @@ def kept_chunks(
     # cached: both the kept rows and the list of queries to walk again read it
     head = with_text(ranked.filter(HEAD)).with_columns(_walked(top_k, typed).alias(_WALK)).cache()
     unfilled = pl.col(_FULL) & (count < top_k)
-    short = head.filter(pl.col(START) & unfilled).select(c.QUERY_ID)
+    # each of those queries with its first row's rank in the whole ranking
+    short = head.filter(pl.col(START) & unfilled).select(c.QUERY_ID, pl.col(RANK).alias(_BASE))
     # the candidates of those queries, in input order (the ranking's tie-break), ranked
-    # again: a few rows, and a query's ranks only ever meet ranks of the same query
-    rest = slim.join(short, on=c.QUERY_ID, how="semi", maintain_order="left")
-    again = with_text(_reachable(_headed(_ranked(rest), width), top_k, typed))
-    again = again.with_columns(_walked(top_k, typed).alias(_WALK))
+    # again; a row's rank in the whole ranking is its query's first rank plus its
+    # position in the query, so every kept row's RANK orders it among all of them
+    rest = slim.join(short.select(c.QUERY_ID), on=c.QUERY_ID, how="semi", maintain_order="left")
+    reach = _reachable(_headed(_ranked(rest), width), top_k, typed)
+    reach = reach.join(short, on=c.QUERY_ID, how="left").with_columns(
+        (pl.col(_BASE) + pl.col(_POSITION)).alias(RANK)
+    )
+    again = with_text(reach).with_columns(_walked(top_k, typed).alias(_WALK))
     done = head.filter(keep & ~unfilled)
     drop = [_WALK, HEAD, _FULL, _POSITION]
     again = again.filter(keep).select(done.collect_schema().names())  # same column order

@@ -112,3 +112,20 @@ def test_sorted_in_segments_is_a_stable_sort_within_each_segment(longest: int) -
     key = rng.choice([-1.0, -0.5, -0.0, 0.0, 0.25], size=len(segment))  # many ties
     got = _jit.sorted_in_segments(starts, key)
     assert got.tolist() == np.lexsort((key, segment)).tolist()
+
+
+@pytest.mark.parametrize("longest", [5, 40, 300])
+def test_ordered_in_segments_is_a_stable_lexicographic_sort_within_each_segment(
+    longest: int,
+) -> None:
+    """Rule 5's merge order within each query: short segments are insertion-sorted, long
+    ones take a stable sort per key column; both must equal a stable sort by (segment,
+    keys in column order)."""
+    rng = np.random.default_rng(longest)
+    sizes = rng.integers(1, longest, size=60)
+    segment = np.repeat(np.arange(len(sizes)), sizes)
+    starts = np.r_[True, segment[1:] != segment[:-1]]
+    keys = rng.integers(-3, 3, size=(len(segment), 3)) * np.array([1, 2**40, 1])  # ties
+    got = _jit.ordered_in_segments(starts, keys.astype(np.int64))
+    want = np.lexsort((keys[:, 2], keys[:, 1], keys[:, 0], segment))
+    assert got.tolist() == want.tolist()
