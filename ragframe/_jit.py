@@ -635,28 +635,86 @@ def _space(b: int) -> np.uint64:
     return np.uint64(32) if _collapsible(b) else np.uint64(b)
 
 
+@nb.njit(inline="always")
+def _places(a0: U8, a1: U8, a2: U8, c0: int, c1: int, c2: int, any1: bool, any2: bool) -> int:
+    """How many places ``i`` have ``a0[i] == c0``, ``a1[i] == c1`` (or ``any1``) and
+    ``a2[i] == c2`` (or ``any2``): the three byte columns of consecutive places. A loop
+    from 0 over slices, which the compiler vectorizes."""
+    hits = np.int64(0)
+    for i in range(len(a0)):
+        hits += np.int64(
+            np.uint8(a0[i] == c0)
+            & (np.uint8(a1[i] == c1) | np.uint8(any1))
+            & (np.uint8(a2[i] == c2) | np.uint8(any2))
+        )
+    return int(hits)
+
+
+PLACES = 32
+"""Places the plain overlap search filters at once."""
+
+
 @_compiled
 def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
     """:func:`_overlap_units` where raw bytes are normalized bytes (no whitespace run
     in ``tail``, the block's last bytes, or in ``chunk``; both trimmed): the earliest
-    place in ``tail`` whose rest is a prefix of ``chunk`` gives the longest overlap."""
+    place in ``tail`` whose rest is a prefix of ``chunk`` gives the longest overlap.
+
+    A place is compared only where its first three bytes equal the chunk's (a byte
+    <= 0x20 there matches anything: whitespace of any kind normalizes to a space);
+    :func:`_places` tells, :data:`PLACES` places at a time, whether any does."""
     n, m = len(tail), len(chunk)
-    first = chunk[0]  # not whitespace: the chunk is trimmed
+    lo, hi = max(0, n - m), n - MIN_OVERLAP + 1  # places; each has 3 bytes after it
+    c0, c1, c2 = chunk[0], chunk[1], chunk[2]  # c0 is no whitespace: chunk is trimmed
+    any1, any2 = c1 <= 32, c2 <= 32
     work = 0
-    for q in range(max(0, n - m), n - MIN_OVERLAP + 1):
-        if tail[q] != first:
-            continue
-        distance = n - q
-        j = 1
-        while j < distance and _space(tail[q + j]) == _space(chunk[j]):
-            j += 1
-        if j == distance:
-            units = _code_points(chunk, 0, distance)
-            return units if units >= MIN_OVERLAP else 0
-        work += j
-        if work > budget:
-            return -1
+    base = lo
+    while base < hi:
+        end = min(base + PLACES, hi)
+        a0, a1, a2 = tail[base:end], tail[base + 1 : end + 1], tail[base + 2 : end + 2]
+        if _places(a0, a1, a2, c0, c1, c2, any1, any2) > 0:
+            for q in range(base, end):
+                if tail[q] != c0:
+                    continue
+                distance = n - q
+                j = 1
+                while j < distance and _space(tail[q + j]) == _space(chunk[j]):
+                    j += 1
+                if j == distance:
+                    units = _code_points(chunk, 0, distance)
+                    return units if units >= MIN_OVERLAP else 0
+                work += j
+                if work > budget:
+                    return -1
+        base = end
     return 0
+
+
+@nb.njit(inline="always")
+def _ascii_whitespace(b: int) -> np.uint8:
+    """1 for an ASCII byte Java calls whitespace (``[\\t\\n\\x0B\\f\\r\\x1C-\\x20]``)."""
+    return (
+        np.uint8(b == 32)
+        | np.uint8(np.uint8(b - np.uint8(9)) < np.uint8(5))
+        | np.uint8(np.uint8(b - np.uint8(28)) < np.uint8(4))
+    )
+
+
+@_compiled
+def _skip_plain(data: U8, start: int, end: int, units: int) -> int:
+    """:func:`_skip_units` where the answer is plain: the byte position after ``units``
+    characters from ``start`` when they are ASCII, the first is no Java whitespace and
+    no whitespace among them is followed by whitespace or a non-ASCII byte (no run to
+    skip, no leading whitespace: one byte per character); -1 otherwise."""
+    stop = start + units
+    if stop >= end or units == 0:
+        return -1
+    a, b = data[start:stop], data[start + 1 : stop + 1]
+    bad = np.int64(_ascii_whitespace(data[start]))
+    for i in range(len(a)):
+        after = _ascii_whitespace(b[i]) | np.uint8(b[i] >= 128)  # may start a run
+        bad += np.int64(np.uint8(a[i] >= 128) | (_ascii_whitespace(a[i]) & after))
+    return stop if bad == 0 else -1
 
 
 @_compiled
@@ -671,6 +729,9 @@ def _overlap_cut(
         units = _overlap_kmp(out, b0, b1, data, t0, t1, nxt, tail, fail)
     if units == 0:
         return -1, 0
+    stop = _skip_plain(data, t0, t1, units)
+    if stop >= 0:
+        return stop, units
     return _skip_units(data, t0, t1, units)
 
 

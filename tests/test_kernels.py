@@ -8,6 +8,8 @@ that the engine still equals the reference.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import polars as pl
 import pytest
@@ -129,3 +131,34 @@ def test_ordered_in_segments_is_a_stable_lexicographic_sort_within_each_segment(
     got = _jit.ordered_in_segments(starts, keys.astype(np.int64))
     want = np.lexsort((keys[:, 2], keys[:, 1], keys[:, 0], segment))
     assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain words here and there",
+        " leading space",
+        "a \u3000run across kinds",
+        "a \x1cseparator run",
+        "tab\tthen\nnewline",
+        "caf\u00e9 au lait",
+        "two  spaces",
+        "x \u00a0no-break is no Java whitespace",
+    ],
+)
+def test_plain_skip_agrees_with_the_seed_walk_wherever_it_answers(text: str) -> None:
+    """The merge's fast skip (one byte per character) answers only where no whitespace
+    run, leading whitespace or multi-byte character is in reach; there it must equal
+    the seed's walk, and past a run or a non-ASCII byte it must step aside."""
+    data = _bytes(text)
+    answered = 0
+    for units in range(len(text)):
+        stop = _jit._skip_plain(data, 0, len(data), units)
+        if stop >= 0:
+            answered += 1
+            assert (stop, units) == _jit._skip_units(data, 0, len(data), units), units
+    runs = any(a.isspace() and b.isspace() for a, b in itertools.pairwise(text))
+    if text[0] == " ":
+        assert answered == 0
+    elif not runs and text.isascii():
+        assert answered == len(text) - 1  # every count but 0
