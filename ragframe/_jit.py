@@ -303,8 +303,9 @@ def _contains_raw(
     hay: U8, h0: int, h1: int, hn: int, needle: U8, n0: int, n1: int, nn: int, budget: int
 ) -> int:
     """Word-bounded containment of the normalized ``needle[n0:n1]`` (trimmed, normalized
-    length ``nn`` > 0) in the normalized ``hay[h0:h1]`` (likewise ``hn``), comparing on
-    the fly. 1: contained, 0: not, -1: over ``budget`` steps."""
+    length ``nn`` > 0) in the normalized ``hay[h0:h1]`` (trimmed; ``hn``: its normalized
+    length, or more), comparing on the fly. 1: contained, 0: not, -1: over ``budget``
+    steps."""
     slack = hn - nn
     if slack < 0:
         return 0
@@ -313,6 +314,8 @@ def _contains_raw(
     boundary = True
     work = 0
     for _ in range(slack + 1):
+        if y >= h1:  # ``hn`` was more than the length
+            break
         if boundary and hay[y] == first:
             after, units = _same(needle, n0, n1, hay, y, h1, nn)
             work += units
@@ -369,27 +372,33 @@ def _repeated(
     scratch: tuple[U8, U8, I64],
 ) -> bool:
     """Whether selected row ``s`` repeats candidate ``r`` by text (rule 3): the
-    candidate's normalized text is non-empty and contained at word boundaries."""
+    candidate's normalized text is non-empty and contained at word boundaries.
+
+    Only the candidate's normalized length is needed; the selected row's trimmed
+    length bounds its own (a selected row that never was a candidate here is not read
+    in full)."""
     for row in (r, s):
-        if norm_len[row] < 0:
+        if trims[row, 0] < 0:
             text = _text(address, length, row)
-            t0, t1 = _trimmed(text, 0, len(text))
-            trims[row, 0], trims[row, 1] = t0, t1
-            norm_len[row] = _normalized_length(text, t0, t1)
-    if norm_len[r] == 0:
-        return False
+            trims[row, 0], trims[row, 1] = _trimmed(text, 0, len(text))
     needle = _text(address, length, r)
+    if norm_len[r] < 0:
+        norm_len[r] = _normalized_length(needle, trims[r, 0], trims[r, 1])
+    nn = norm_len[r]
+    if nn == 0:
+        return False
     haystack = _text(address, length, s)
+    hn = norm_len[s] if norm_len[s] >= 0 else trims[s, 1] - trims[s, 0]
     hit = _contains_raw(
         haystack,
         trims[s, 0],
         trims[s, 1],
-        norm_len[s],
+        hn,
         needle,
         trims[r, 0],
         trims[r, 1],
-        norm_len[r],
-        8 * (norm_len[s] + norm_len[r]) + 64,
+        nn,
+        8 * (hn + nn) + 64,
     )
     if hit < 0:
         hay, cand, fail = scratch
@@ -419,8 +428,8 @@ def _walk(
     ``order`` (ranking order per query; a query starts where ``start`` is set). Sets per row,
     in ``out``: whether it is selected, the number of chunks its query selected and the
     best similarity among them (on every row of the query), and working state (the
-    selected row before it of the same key, its trimmed bounds, its normalized length
-    once needed, -1 before).
+    selected row before it of the same key, its trimmed bounds and its normalized
+    length, each once needed, -1 before).
     Parts of disjoint queries may run at once: each writes only its own rows.
 
     A candidate is compared only with the selected chunks of its own (entity, type): a
@@ -513,7 +522,7 @@ def walk(
         np.zeros(n, dtype=np.int64),
         np.zeros(n, dtype=np.float64),
         np.full(n, -1, dtype=np.int64),
-        np.zeros((n, 2), dtype=np.int64),
+        np.full((n, 2), -1, dtype=np.int64),
         np.full(n, -1, dtype=np.int64),
     )
     entity_null = entity.is_null().to_numpy()
