@@ -12,7 +12,7 @@ carries text is ever sorted (the streaming engine copies every string it sorts).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +47,18 @@ _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
 """What the merge kernel computes per block."""
 
 
-def merge_order(parts: pl.DataFrame, typed: bool) -> npt.NDArray[np.int64]:
+class MergeOrder(NamedTuple):
+    """Rows in merge order (:func:`merge_order`) and what the merge reads in that order."""
+
+    order: npt.NDArray[np.int64]
+    """The rows, in merge order."""
+    group_start: Bools
+    """Whether a row starts its group (query, entity, type)."""
+    chunk_index: npt.NDArray[np.int64]
+    rank: npt.NDArray[np.int64]
+
+
+def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     """Rule 5: the rows of ``parts`` (any order) in merge order: queries ascending, and
     within each query by (entity, type, chunk index, rank), so each group's chunks
     together, in (chunk index, ranking) order.
@@ -64,8 +75,7 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> npt.NDArray[np.int64]:
     """
     rank = parts[RANK].to_numpy()
     ranked = np.argsort(rank, kind="stable") if len(rank) else np.zeros(0, dtype=np.int64)
-    at = pl.Series(ranked)  # only the key columns are gathered (text would be costly)
-    query = parts[c.QUERY_ID].gather(at)
+    query = parts[c.QUERY_ID].gather(pl.Series(ranked))  # text would be costly to gather
     if not query.is_sorted():  # RANK is a place in a ranking sorted by query
         raise RuntimeError("internal error: ranks out of query order in the merge kernel")
 
@@ -76,9 +86,15 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> npt.NDArray[np.int64]:
         return column.cast(pl.Int64).to_numpy()[ranked]
 
     starts = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
-    names = [ENTITY, *([TYPE] if typed else []), c.CHUNK_INDEX, RANK]
-    keys = np.column_stack([code(name) for name in names]) if len(query) else np.zeros((0, 4))
-    return ranked[ordered_in_segments(starts, keys.astype(np.int64, copy=False))]
+    group = [ENTITY, *([TYPE] if typed else [])]
+    keys = np.column_stack([code(name) for name in [*group, c.CHUNK_INDEX, RANK]])
+    keys = keys.astype(np.int64, copy=False).reshape(len(ranked), len(group) + 2)
+    within = ordered_in_segments(starts, keys)
+    keys = keys[within]  # queries stay where they are: ``starts`` still marks them
+    group_start = starts.copy()
+    for k in range(len(group)):
+        group_start[1:] |= keys[1:, k] != keys[:-1, k]
+    return MergeOrder(ranked[within], group_start, keys[:, -2].copy(), keys[:, -1].copy())
 
 
 def _ranked_blocks(blocks: pl.DataFrame, typed: bool) -> pl.DataFrame:
@@ -128,17 +144,11 @@ def _merge_kernel(
 
     def kernel(batch: pl.Series) -> pl.Series:
         parts = batch.struct.unnest()
-        order = merge_order(parts, typed)
-        at = pl.Series(order)
+        order, group_start, chunk_index, rank = merge_order(parts, typed)
 
-        def merged(name: str) -> npt.NDArray[Any]:
-            return parts[name].gather(at).to_numpy()
+        def merged(name: str) -> npt.NDArray[Any]:  # nulls read as NaN
+            return parts[name].to_numpy()[order]
 
-        keys = [parts[k].gather(at) for k in (c.QUERY_ID, ENTITY, *([TYPE] if typed else []))]
-        group_start = np.zeros(len(order), dtype=np.bool_)
-        for key in keys:
-            group_start |= key.ne_missing(key.shift(1)).fill_null(True).to_numpy()
-        chunk_index = merged(c.CHUNK_INDEX)
         offs = (merged(c.START_CHAR), merged(c.END_CHAR)) if by_offsets else (None, None)
         start, text, text_offsets, chars, end, top, total, count, rerank = merge(
             parts[c.TEXT],
@@ -146,7 +156,7 @@ def _merge_kernel(
             group_start,
             chunk_index,
             merged(SIM),
-            parts[c.RERANK_SCORE].gather(at).fill_null(np.nan).to_numpy(),
+            merged(c.RERANK_SCORE),
             max_gap,
             cap,
             *offs,
@@ -161,7 +171,7 @@ def _merge_kernel(
         if typed:  # the first row of each block's group
             group = _segment_starts(group_start)[rows]
             columns[GROUP_CHUNK] = chunk_index[group]
-            columns[GROUP_RANK] = merged(RANK)[group]
+            columns[GROUP_RANK] = rank[group]
         blocks = pl.DataFrame(
             {
                 BLOCK: np.arange(len(rows), dtype=np.int64),
