@@ -817,14 +817,13 @@ def _merge(
     ``group_start`` marking each group's first row, ``rerank`` NaN where null. Writes
     block texts into ``out`` from byte ``part[2]`` on and returns the byte after them.
 
-    Sets in ``blocks``, per row: whether it starts a block, its text's first byte in
-    ``out`` (a block's text on its first row, empty on the others: each row's text
-    ends where the next row's begins), and on each block's first row its length in
-    code points, end chunk index, max and sum of similarity, chunk count and max
-    rerank score (NaN: none). Parts of disjoint groups may run at once.
+    Sets in ``blocks``, per row: whether it starts a block, and on each block's first
+    row its text's first byte in ``out`` and its length in bytes, its length in code
+    points, end chunk index, max and sum of similarity, chunk count and max rerank
+    score (NaN: none). Parts of disjoint groups may run at once.
     """
-    starts, row_offsets, block_chars, block_end, block_max, block_sum, block_count = blocks[:7]
-    block_rerank = blocks[7]
+    starts, block_begin_at, block_bytes, block_chars, block_end, block_max = blocks[:6]
+    block_sum, block_count, block_rerank = blocks[6:]
     lo, hi, used = part
     longest = max(1, length.max()) if len(length) else 1
     nxt = np.empty(longest, dtype=np.uint8)
@@ -870,11 +869,11 @@ def _merge(
         else:
             if b >= 0:
                 block_chars[b] = chars
-                row_offsets[b + 1 : r] = used
+                block_bytes[b] = used - block_begin
             starts[r] = True
             b = r
             block_begin = used
-            row_offsets[r] = used
+            block_begin_at[r] = used
             _copy(data, out[used:])
             used += t1
             chars = _code_points(data, t0, t1)
@@ -886,12 +885,12 @@ def _merge(
             block_rerank[r] = rerank[r]
     if b >= 0:
         block_chars[b] = chars
-        row_offsets[b + 1 : hi] = used
+        block_bytes[b] = used - block_begin
     return used
 
 
-MergeBlocks = tuple[Bools, I64, I64, I64, F64, F64, I64, F64]
-MergeResult = tuple[Bools, U8, I64, I64, I64, F64, F64, I64, F64]
+MergeBlocks = tuple[Bools, I64, I64, I64, I64, F64, F64, I64, F64]
+MergeResult = tuple[Bools, U8, I64, I64, I64, I64, F64, F64, I64, F64]
 
 
 def merge(
@@ -910,8 +909,10 @@ def merge(
     ``texts`` in any row order, ``order`` their rows in merge order; the other arrays
     are in merge order.
 
-    Returns each row's "starts a block" flag, the block texts (UTF-8 bytes) and each
-    row's offsets into them, then the block statistics of :func:`_merge`.
+    Returns each row's "starts a block" flag, the buffer the block texts are written
+    to (UTF-8; parts leave gaps between them), then per row (set on each block's first
+    row) its text's first byte in that buffer and its length in bytes, then the block
+    statistics of :func:`_merge`.
     """
     address, length, _arrow = views(texts)
     address, length = address[order], length[order]
@@ -924,7 +925,8 @@ def merge(
     out = np.empty(int(room[-1]), dtype=np.uint8)
     blocks: MergeBlocks = (
         np.zeros(n, dtype=np.bool_),
-        np.zeros(n + 1, dtype=np.int64),
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n, dtype=np.int64),
         np.zeros(n, dtype=np.int64),
         np.zeros(n, dtype=np.int64),
         np.zeros(n, dtype=np.float64),
@@ -932,44 +934,29 @@ def merge(
         np.zeros(n, dtype=np.int64),
         np.full(n, np.nan, dtype=np.float64),
     )
-    ends: dict[int, tuple[int, int]] = {}
 
     def run(part: tuple[int, int]) -> None:
         lo, hi = part
-        ends[lo] = (
-            hi,
-            _merge(
-                address,
-                length,
-                group_start,
-                chunk_index,
-                sim,
-                rerank,
-                max_gap,
-                cap,
-                by_offsets,
-                start_char if start_char is not None else zeros,
-                end_char if end_char is not None else zeros,
-                (lo, hi, int(room[lo])),
-                out,
-                blocks,
-            ),
+        _merge(
+            address,
+            length,
+            group_start,
+            chunk_index,
+            sim,
+            rerank,
+            max_gap,
+            cap,
+            by_offsets,
+            start_char if start_char is not None else zeros,
+            end_char if end_char is not None else zeros,
+            (lo, hi, int(room[lo])),
+            out,
+            blocks,
         )
 
     _in_parts(run, np.flatnonzero(group_start), n)
     del _arrow  # the buffers ``address`` points into lived until here
-    # each part wrote from its own room on: close the gaps between them
-    row_offsets = blocks[1]
-    used = 0
-    for lo in sorted(ends):
-        hi, end = ends[lo]
-        begin = int(room[lo])
-        if begin != used:
-            out[used : used + end - begin] = out[begin:end]
-            row_offsets[lo:hi] -= begin - used
-        used += end - begin
-    row_offsets[n] = used
-    return (blocks[0], out[:used], *blocks[1:])
+    return (blocks[0], out, *blocks[1:])
 
 
 # --- ordering ----------------------------------------------------------------------------
@@ -1122,9 +1109,54 @@ def _read_views(
             address[done + i] = base[view[row, 2]] + np.int64(view[row, 3])
 
 
-def strings(data: U8, offsets: I64) -> pl.Series:
-    """A String Series over UTF-8 ``data`` split at ``offsets``."""
-    arr = pa.LargeStringArray.from_buffers(
-        len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data)
-    )
-    return pl.Series(arr)
+VIEW_BUFFER = 2**31 - 1
+"""The largest buffer Arrow string views can point into (their offsets are int32)."""
+
+
+def strings(data: U8, begin: I64, size: I64) -> pl.Series:
+    """A String Series of the UTF-8 pieces ``data[begin[i]:begin[i] + size[i]]``, in
+    any order, without copying them: Arrow string views into ``data`` (a buffer over
+    :data:`VIEW_BUFFER` bytes is first packed into a fresh one, pieces in order)."""
+    n = len(begin)
+    if len(data) > VIEW_BUFFER:
+        ends = np.cumsum(size)
+        packed = np.empty(int(ends[-1]) if n else 0, dtype=np.uint8)
+        _pack(data, begin, size, packed)
+        data, begin = packed, ends - size
+        if len(data) > VIEW_BUFFER:  # still too large for views: offsets, not views
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            offsets[1:] = ends
+            large = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+            return pl.Series(large)
+    cells = np.zeros((n, 4), dtype=np.uint32)
+    _write_views(data, begin, size, cells.view(np.uint8).reshape(n, 16), cells)
+    buffers = [None, pa.py_buffer(cells), pa.py_buffer(data)]
+    return pl.Series(pa.Array.from_buffers(pa.string_view(), n, buffers))
+
+
+@_compiled
+def _pack(data: U8, begin: I64, size: I64, packed: U8) -> None:
+    """Copy the pieces of ``data`` (``begin``, ``size``) one after another into ``packed``."""
+    at = 0
+    for i in range(len(begin)):
+        _copy(data[begin[i] : begin[i] + size[i]], packed[at:])
+        at += size[i]
+
+
+@_compiled
+def _write_views(
+    data: U8, begin: I64, size: I64, cell_bytes: U8, cells: npt.NDArray[np.uint32]
+) -> None:
+    """Arrow string views (16 bytes each, zeroed) of the pieces of ``data``: the length,
+    then up to 12 bytes inline, or the first 4 bytes, buffer 0 and the offset."""
+    for i in range(len(begin)):
+        length = size[i]
+        cells[i, 0] = np.uint32(length)
+        start = begin[i]
+        if length <= 12:
+            for k in range(length):
+                cell_bytes[i, 4 + k] = data[start + k]
+        else:
+            for k in range(4):
+                cell_bytes[i, 4 + k] = data[start + k]
+            cells[i, 3] = np.uint32(start)

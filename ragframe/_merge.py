@@ -20,15 +20,12 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._jit import I64, Bools, merge, ordered_in_segments, sorted_in_segments, strings
+from ragframe._jit import F64, I64, Bools, merge, ordered_in_segments, sorted_in_segments, strings
 from ragframe._select import ENTITY, RANK, SIM, TYPE
 from ragframe.schema import TMP
 
-GROUP_CHUNK = f"{TMP}group_chunk"
-GROUP_RANK = f"{TMP}group_rank"
 TOTAL = f"{TMP}total"
 """The running length of a query's blocks, up to and with this one (rule 10)."""
-BLOCK = f"{TMP}block"
 _KERNEL = f"{TMP}kernel"
 CHARS = f"{TMP}chars"
 """A block's length in code points."""
@@ -52,8 +49,12 @@ class MergeOrder(NamedTuple):
 
     order: npt.NDArray[np.int64]
     """The rows, in merge order."""
+    query_start: Bools
+    """Whether a row starts its query."""
     group_start: Bools
     """Whether a row starts its group (query, entity, type)."""
+    entity: npt.NDArray[np.int64]
+    """The entity's code (the entity, or its dense rank for strings)."""
     chunk_index: npt.NDArray[np.int64]
     rank: npt.NDArray[np.int64]
 
@@ -94,43 +95,58 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     group_start = starts.copy()
     for k in range(len(group)):
         group_start[1:] |= keys[1:, k] != keys[:-1, k]
-    return MergeOrder(ranked[within], group_start, keys[:, -2].copy(), keys[:, -1].copy())
-
-
-def _ranked_blocks(blocks: pl.DataFrame, typed: bool) -> pl.DataFrame:
-    """Rule 9: ``blocks`` (in merge order: queries ascending, then groups) reordered
-    within each query by ranking score, descending, ties in group order, then block
-    order; with each block's rank in its query (``block_rank``) and the running length
-    of its query's blocks up to it (``TOTAL``), which rule 10 needs. A stable sort on
-    whole columns: numbers move, the block texts stay where the kernel wrote them.
-
-    Group order is rule 5's first appearance. Without types a group is an entity, and
-    merge order (``BLOCK``) already has the groups in entity order; with types, groups
-    of one entity go by their first (chunk index, rank).
-    """
-    query = blocks[c.QUERY_ID]
-    new_query = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
-    if typed:  # groups of one entity by first appearance (entities ascending, as merged)
-        entity = blocks[c.ENTITY_ID]
-        entities = (new_query | entity.ne_missing(entity.shift(1)).to_numpy()).cumsum()
-        ties = (blocks[GROUP_RANK], blocks[GROUP_CHUNK], entities)
-        blocks = blocks[np.lexsort((*(np.asarray(t) for t in ties), new_query.cumsum()))]
-    score = blocks[c.RANKING_SCORE].to_numpy()
-    ranked = blocks[sorted_in_segments(new_query, -score)]  # stable: ties keep that order
-    row = np.arange(ranked.height, dtype=np.int64)
-    first = _segment_starts(new_query)  # queries stay where they were
-    chars = ranked[CHARS].to_numpy()
-    running = np.cumsum(chars)
-    before = running - chars
-    return ranked.with_columns(
-        pl.Series(c.BLOCK_RANK, row - first), pl.Series(TOTAL, running - before[first])
+    return MergeOrder(
+        ranked[within],
+        starts,
+        group_start,
+        keys[:, 0].copy(),
+        keys[:, -2].copy(),
+        keys[:, -1].copy(),
     )
+
+
+def _rule9_order(
+    new_query: Bools,
+    score: F64,
+    chars: I64,
+    ties: tuple[I64, I64, I64] | None,
+) -> tuple[I64, I64, I64]:
+    """Rule 9 on blocks in merge order (queries ascending, then groups): the blocks
+    reordered within each query by ranking score (``score``), descending, ties in group
+    order, then block order; with each block's rank in its query (``block_rank``) and
+    the running length (``chars``) of its query's blocks up to it, which rule 10 needs.
+
+    Group order is rule 5's first appearance. Without types (``ties`` None) a group is
+    an entity, and merge order already has the groups in entity order; with types,
+    groups of one entity go by their first (rank, chunk index): ``ties`` holds, per
+    block, its group's first rank and chunk index and its entity's code.
+    Returns the order and, in it, each block's rank and running length.
+    """
+    order = np.arange(len(new_query), dtype=np.int64)
+    if ties is not None:  # groups of one entity by first appearance (entities ascending)
+        first_rank, first_chunk, entity = ties
+        entities = (new_query | np.r_[True, entity[1:] != entity[:-1]]).cumsum()
+        order = np.lexsort((first_rank, first_chunk, entities, new_query.cumsum()))
+    order = order[sorted_in_segments(new_query, -score[order])]  # stable
+    row = np.arange(len(order), dtype=np.int64)
+    first = _segment_starts(new_query)  # queries stay where they were
+    running = np.cumsum(chars[order])
+    before = running - chars[order]
+    return order, row - first, running - before[first]
 
 
 def _segment_starts(starts: Bools) -> I64:
     """Per row, the row where its segment begins (``starts`` marks the first rows)."""
     row = np.arange(len(starts), dtype=np.int64)
     return np.maximum.accumulate(np.where(starts, row, 0)) if len(row) else row
+
+
+def _runs(firsts: I64, lengths: I64) -> I64:
+    """The rows of runs ``firsts[i]:firsts[i] + lengths[i]``, one run after another."""
+    ends = np.cumsum(lengths)
+    return np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(
+        ends - lengths - firsts, lengths
+    )
 
 
 def _merge_kernel(
@@ -144,52 +160,65 @@ def _merge_kernel(
 
     def kernel(batch: pl.Series) -> pl.Series:
         parts = batch.struct.unnest()
-        order, group_start, chunk_index, rank = merge_order(parts, typed)
+        rows_in = merge_order(parts, typed)
+        order = rows_in.order
 
         def merged(name: str) -> npt.NDArray[Any]:  # nulls read as NaN
             return parts[name].to_numpy()[order]
 
         offs = (merged(c.START_CHAR), merged(c.END_CHAR)) if by_offsets else (None, None)
-        start, text, text_offsets, chars, end, top, total, count, rerank = merge(
+        start, out, begin, size, chars, end, top, total, count, rerank = merge(
             parts[c.TEXT],
             order,
-            group_start,
-            chunk_index,
+            rows_in.group_start,
+            rows_in.chunk_index,
             merged(SIM),
             merged(c.RERANK_SCORE),
             max_gap,
             cap,
             *offs,
         )
-        rows = np.flatnonzero(start)
-        bounds = np.append(rows, len(start))  # blocks are consecutive runs of rows
-        count, rerank = count[rows], rerank[rows]
-        heads = pl.Series(order[rows])  # each block's first row
+        rows = np.flatnonzero(start)  # each block's first row, in merge order
+        rerank = rerank[rows]
+        score = np.where(np.isnan(rerank), top[rows], rerank)
+        ties = None
+        if typed:  # each block's group's first row
+            group = _segment_starts(rows_in.group_start)[rows]
+            ties = (rows_in.rank[group], rows_in.chunk_index[group], rows_in.entity[rows])
+        ranked, block_rank, running = _rule9_order(
+            rows_in.query_start[rows], score, chars[rows], ties
+        )
+        rows = rows[ranked]  # blocks in rule 9's order from here on
+        bounds = np.append(np.flatnonzero(start), len(start))  # blocks: runs of rows
+        lengths = np.diff(bounds)[ranked]
+        members = _runs(bounds[:-1][ranked], lengths)
+        heads = pl.Series(order[rows])
         columns: dict[str, Any] = {
             name: parts[column].gather(heads) for column, name in first.items()
         }
-        if typed:  # the first row of each block's group
-            group = _segment_starts(group_start)[rows]
-            columns[GROUP_CHUNK] = chunk_index[group]
-            columns[GROUP_RANK] = rank[group]
+        count = count[rows]
         blocks = pl.DataFrame(
             {
-                BLOCK: np.arange(len(rows), dtype=np.int64),
                 **columns,
                 c.END_CHUNK_INDEX: end[rows],
-                c.TEXT: strings(text, text_offsets[bounds]),
+                c.TEXT: strings(out, begin[rows], size[rows]),
                 CHARS: chars[rows],
                 c.MAX_SIMILARITY: top[rows],
                 c.AVG_SIMILARITY: total[rows] / count,
                 c.SOURCE_CHUNK_COUNT: count,
-                c.RERANK_SCORE: pl.Series(rerank).fill_nan(None),
-                c.RANKING_SCORE: np.where(np.isnan(rerank), top[rows], rerank),
+                c.RERANK_SCORE: pl.Series(rerank[ranked]).fill_nan(None),
+                c.RANKING_SCORE: score[ranked],
                 c.CHUNK_INDEXES: pl.Series(
-                    pa.LargeListArray.from_arrays(pa.array(bounds), pa.array(chunk_index))
+                    pa.LargeListArray.from_arrays(
+                        pa.array(np.r_[0, np.cumsum(lengths)]),
+                        pa.array(rows_in.chunk_index[members]),
+                    )
                 ),
+                c.BLOCK_RANK: block_rank,
+                TOTAL: running,
             }
         )
-        return _ranked_blocks(blocks, typed).to_struct(batch.name)
+        return blocks.to_struct(batch.name)
 
     return kernel
 
@@ -220,9 +249,7 @@ def blocks(
     schema = kept.collect_schema()
     dtype = pl.Struct(
         {
-            BLOCK: pl.Int64,
             **{name: schema[column] for column, name in first.items()},
-            **({GROUP_CHUNK: pl.Int64, GROUP_RANK: pl.Int64} if typed else {}),
             **_STATS,
             c.BLOCK_RANK: pl.Int64,
             TOTAL: pl.Int64,

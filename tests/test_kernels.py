@@ -162,3 +162,22 @@ def test_plain_skip_agrees_with_the_seed_walk_wherever_it_answers(text: str) -> 
         assert answered == 0
     elif not runs and text.isascii():
         assert answered == len(text) - 1  # every count but 0
+
+
+@pytest.mark.parametrize("limit", [None, 55, 10])  # views; packed, views; offsets
+def test_strings_are_views_into_the_buffer_or_packed_when_it_is_too_large(
+    limit: int | None,
+) -> None:
+    """Block texts leave the merge as Arrow string views into its buffer, in any order
+    (inline up to 12 bytes); a buffer past the view limit is packed first, and offsets
+    are used when even the packed pieces exceed it."""
+    pieces = ["", "short", "exactly12byt", "thirteen byte", "caf\u00e9 \u3000 na\u00efve text", "z"]
+    data = b"".join(p.encode() for p in pieces)
+    starts = np.cumsum([0] + [len(p.encode()) for p in pieces])
+    order = np.array([4, 0, 3, 5, 1, 2])
+    gap = np.frombuffer(b"#" * 7 + data, dtype=np.uint8)  # pieces need not start at 0
+    with pytest.MonkeyPatch.context() as patch:
+        if limit is not None:
+            patch.setattr(_jit, "VIEW_BUFFER", limit)
+        got = _jit.strings(gap, starts[order] + 7, np.diff(starts)[order])
+    assert got.to_list() == [pieces[i] for i in order]
