@@ -661,6 +661,26 @@ def _places(a0: U8, a1: U8, a2: U8, c0: int, c1: int, c2: int, any1: bool, any2:
 
 PLACES = 32
 """Places the plain overlap search filters at once."""
+VERIFY_FIRST = 16
+"""Bytes of a place the plain overlap search compares one by one before the rest."""
+
+
+@nb.njit(inline="always")
+def _differing(a: U8, b: U8) -> int:
+    """How many places of ``a`` and ``b`` (same length) differ as normalization reads
+    them where no run is longer than one byte (a whitespace byte is a space)."""
+    bad = np.int64(0)
+    for i in range(len(a)):
+        x, y = a[i], b[i]
+        both = _collapsible_u8(x) & _collapsible_u8(y)
+        bad += np.int64(np.uint8(x != y) & ~both)
+    return int(bad)
+
+
+@nb.njit(inline="always")
+def _collapsible_u8(b: int) -> np.uint8:
+    """:func:`_collapsible` as 0 or 1, for vectorized loops."""
+    return np.uint8(b == 32) | np.uint8(np.uint8(b - np.uint8(9)) < np.uint8(5))
 
 
 @_compiled
@@ -685,13 +705,16 @@ def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
             for q in range(base, end):
                 if tail[q] != c0:
                     continue
-                distance = n - q
+                distance = n - q  # >= MIN_OVERLAP > VERIFY_FIRST
                 j = 1
-                while j < distance and _space(tail[q + j]) == _space(chunk[j]):
+                while j < VERIFY_FIRST and _space(tail[q + j]) == _space(chunk[j]):
                     j += 1
-                if j == distance:
-                    units = _code_points(chunk, 0, distance)
-                    return units if units >= MIN_OVERLAP else 0
+                if j == VERIFY_FIRST:  # the rest at once, in a vectorized loop
+                    rest = tail[q + VERIFY_FIRST : n], chunk[VERIFY_FIRST:distance]
+                    if _differing(rest[0], rest[1]) == 0:
+                        units = _code_points(chunk, 0, distance)
+                        return units if units >= MIN_OVERLAP else 0
+                    j = distance
                 work += j
                 if work > budget:
                     return -1

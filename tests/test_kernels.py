@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from ragframe import _jit
-from ragframe._text import JAVA_WHITESPACE
+from ragframe._text import JAVA_WHITESPACE, MIN_OVERLAP
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
 REPEATS = "a " * 300  # every other position starts a near-match
@@ -181,3 +181,9 @@ def test_strings_are_views_into_the_buffer_or_packed_when_it_is_too_large(
             patch.setattr(_jit, "VIEW_BUFFER", limit)
         got = _jit.strings(gap, starts[order] + 7, np.diff(starts)[order])
     assert got.to_list() == [pieces[i] for i in order]
+
+
+def test_the_plain_overlap_search_compares_its_first_bytes_within_every_place() -> None:
+    """Every place the plain search tries has at least MIN_OVERLAP bytes after it, and
+    it compares VERIFY_FIRST of them one by one: that must fit."""
+    assert _jit.VERIFY_FIRST < MIN_OVERLAP
