@@ -155,17 +155,57 @@ def _offset_exprs(offsets: bool, what: str) -> list[pl.Expr]:
     return [validated(n, pl.Int64, what) for n in OFFSETS] if offsets else []
 
 
-def chunk_store(store: pl.LazyFrame, candidates: pl.Schema, offsets: bool) -> pl.LazyFrame:
-    """The chunk store, keyed like the candidates; the first row wins per key."""
+KEY = f"{TMP}key"
+"""The chunk store's join key when entities are integers: (entity, chunk index) as one
+Int128 (see :func:`store_key`)."""
+
+
+def store_key(entity_dtype: pl.DataType) -> list[pl.Expr]:
+    """The chunk store join key over ``entity_id`` and ``chunk_index``, as expressions
+    for either side. Integer entities: one Int128, entity * 2**64 + chunk index + 2**63,
+    distinct for distinct pairs (one-column joins and duplicate checks are cheaper than
+    two-column ones); string entities: both columns. Null parts give a null key (it
+    matches nothing, as a null in a two-column key)."""
+    if entity_dtype == pl.String:
+        return [pl.col(c.ENTITY_ID), pl.col(c.CHUNK_INDEX)]
+    entity = pl.col(c.ENTITY_ID).cast(pl.Int128)
+    return [entity * 2**64 + (pl.col(c.CHUNK_INDEX).cast(pl.Int128) + 2**63)]
+
+
+def _first_rows(key: pl.Series) -> pl.Series:
+    """Whether each row holds the first occurrence of its key. A store sorted by key
+    (the usual case: chunkers write documents in order) has its repeats next to each
+    other, so a row is first where its key differs from the previous row's; otherwise
+    Polars' ``is_first_distinct`` decides (a hash of every key)."""
+    if key.dtype == pl.Int128 and key.is_sorted():
+        return key.ne_missing(key.shift(1))
+    return key.is_first_distinct()
+
+
+def chunk_store(
+    store: pl.LazyFrame, candidates: pl.Schema, offsets: bool
+) -> tuple[pl.LazyFrame, list[pl.Expr], list[str]]:
+    """The chunk store, keyed like the candidates; the first row wins per key.
+
+    Returns the store (its key, ``text`` and the offsets), then the key as expressions
+    over the candidates and the store's key columns, for a join (:func:`store_key`).
+    """
     store, schema = _aliased(store)
     need = [c.ENTITY_ID, c.CHUNK_INDEX, c.TEXT, *(OFFSETS if offsets else ())]
     require_columns(schema, need, "chunks")
     kind = ("string",) if candidates[c.ENTITY_ID] == pl.String else ("int",)
     require_kind(schema, c.ENTITY_ID, kind, "chunks")
     _check_kinds(schema.__class__({n: schema[n] for n in need[1:]}), "chunks")
-    return store.select(
+    key = store_key(candidates[c.ENTITY_ID])  # unnamed: Polars takes no alias in a join key
+    names = [c.ENTITY_ID, c.CHUNK_INDEX] if len(key) > 1 else [KEY]
+    typed = store.select(
         pl.col(c.ENTITY_ID).cast(candidates[c.ENTITY_ID]),
         pl.col(c.CHUNK_INDEX).cast(pl.Int64),
         pl.col(c.TEXT).cast(pl.String),
         *_offset_exprs(offsets, "chunks"),
-    ).filter(pl.struct(c.ENTITY_ID, c.CHUNK_INDEX).is_first_distinct())
+    )
+    named = (k.alias(n) for k, n in zip(key, names, strict=True))
+    keyed = typed.select(*named, c.TEXT, *(OFFSETS if offsets else ()))
+    whole = pl.struct(*names) if len(names) > 1 else pl.col(names[0])
+    first = whole.map_batches(_first_rows, return_dtype=pl.Boolean)
+    return keyed.filter(first), key, names

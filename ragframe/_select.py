@@ -185,7 +185,7 @@ def group_key(zero: int | str, typed: bool) -> list[pl.Expr]:
 def kept_chunks(
     slim: pl.LazyFrame,
     texts: pl.LazyFrame,
-    on: list[str],
+    on: tuple[list[pl.Expr], list[str]],
     zero: int | str,
     top_k: int,
     min_similarity: float,
@@ -197,8 +197,9 @@ def kept_chunks(
     ascending, each in ranking order).
 
     ``slim`` holds the canonical candidates without text (with a ``ROW`` index when
-    the text is inline); ``texts`` holds ``text`` keyed by ``on`` (``ROW``, or entity
-    and chunk index for a chunk store). ``typed=False`` says every ``entity_type`` is
+    the text is inline); ``texts`` holds ``text``, joined by ``on``: the key as
+    expressions over the candidates and as ``texts``' columns (``ROW``, or the chunk
+    store's key: :func:`ragframe._inputs.store_key`). ``typed=False`` says every ``entity_type`` is
     null (the input has none); ``absent`` adds the optional columns ``slim`` lacks
     (null literals), after the reach.
 
@@ -215,7 +216,9 @@ def kept_chunks(
 
     def with_text(rows: pl.LazyFrame) -> pl.LazyFrame:
         # any row order (cheaper on the streaming engine): RANK orders the rows
-        return rows.join(texts, on=on, how="left").with_columns(
+        joined = rows.join(texts, left_on=on[0], right_on=on[1], how="left")
+        extra = [name for name in on[1] if name not in rows.collect_schema()]  # a store key
+        return joined.drop(extra).with_columns(
             pl.col(c.TEXT).fill_null(""), *group_key(zero, typed), *absent
         )
 

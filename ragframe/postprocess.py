@@ -169,11 +169,11 @@ def postprocess(
     schema = lf.collect_schema()
     if chunks is None:
         side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())]
-        texts, on = lf.select(ROW, *side).cache(), [ROW]  # both walk passes join it
+        texts = lf.select(ROW, *side).cache()  # both walk passes join it
+        on: tuple[list[pl.Expr], list[str]] = ([pl.col(ROW)], [ROW])
     else:
-        # cached: both walk passes join it (the streaming engine then reads it once)
-        texts = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets).cache()
-        on = [c.ENTITY_ID, c.CHUNK_INDEX]
+        store, key, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
+        texts, on = store.cache(), (key, names)  # cached: both walk passes join it
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
     known = [name for name in _inputs.KNOWN if name in schema]
     row = [ROW] if chunks is None else []  # the key of inline text

@@ -444,6 +444,40 @@ def test_chunk_store_with_doc_id_and_missing_chunks() -> None:
     )
 
 
+@pytest.mark.parametrize("ids", [pl.Int64, pl.String])
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_chunk_store_first_row_wins_where_a_key_repeats(ids: type[pl.DataType], order: str) -> None:
+    """A repeated (entity, chunk index) in the store: its first row gives the text,
+    whether the store is sorted by key (repeats side by side) or not. Keys at the ends
+    of the integer range and null keys (which match nothing, and sort first) included."""
+    big, small = 2**63 - 1, -(2**63)
+    store = pl.DataFrame(
+        {
+            c.ENTITY_ID: [None, 7, small, small, 7, 7, 7, big, big],
+            c.CHUNK_INDEX: [0, None, big, big, 0, 1, 1, small, 0],
+            c.TEXT: ["n", "m", "s first", "s second", "a", "b first", "b second", "x", "y"],
+        },
+        schema={c.ENTITY_ID: pl.Int64, c.CHUNK_INDEX: pl.Int64, c.TEXT: pl.String},
+    )
+    first = "first"
+    if order == "shuffled":  # repeats apart, each "second" row before its "first"
+        store, first = store[[6, 1, 3, 8, 2, 5, 0, 4, 7]], "second"
+    results = pl.DataFrame(
+        {
+            c.QUERY_ID: [1, 1, 1, 2, 2],
+            c.ENTITY_ID: [small, 7, big, 7, big],
+            c.CHUNK_INDEX: [big, 1, small, 0, 0],
+            c.SIMILARITY: [0.9, 0.8, 0.7, 0.6, 0.5],
+        }
+    )
+    results, store = (f.with_columns(pl.col(c.ENTITY_ID).cast(ids)) for f in (results, store))
+    cfg = config(5, 0.0, 0, 5, 10_000, 10_000)
+    got = run_engine(results, cfg, chunks=store)
+    assert_same_rows(got, run_reference(results, cfg, chunks=store))
+    texts = sorted(row[c.TEXT] for row in got)
+    assert texts == sorted(["a", "x", "y", f"b {first}", f"s {first}"])
+
+
 # --- overlap="offsets" (opt-in, SPEC 3: exact by start_char/end_char) --------------------
 
 
