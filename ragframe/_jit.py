@@ -645,16 +645,29 @@ def _space(b: int) -> np.uint64:
 
 
 @nb.njit(inline="always")
-def _places(a0: U8, a1: U8, a2: U8, c0: int, c1: int, c2: int, any1: bool, any2: bool) -> int:
-    """How many places ``i`` have ``a0[i] == c0``, ``a1[i] == c1`` (or ``any1``) and
-    ``a2[i] == c2`` (or ``any2``): the three byte columns of consecutive places. A loop
-    from 0 over slices, which the compiler vectorizes."""
+def _places(
+    a0: U8,
+    a1: U8,
+    a2: U8,
+    a3: U8,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    any1: bool,
+    any2: bool,
+    any3: bool,
+) -> int:
+    """How many places ``i`` have ``a0[i] == c0`` and ``ak[i] == ck`` (or ``anyk``) for
+    k = 1, 2, 3: the four byte columns of consecutive places. A loop from 0 over slices,
+    which the compiler vectorizes."""
     hits = np.int64(0)
     for i in range(len(a0)):
         hits += np.int64(
             np.uint8(a0[i] == c0)
             & (np.uint8(a1[i] == c1) | np.uint8(any1))
             & (np.uint8(a2[i] == c2) | np.uint8(any2))
+            & (np.uint8(a3[i] == c3) | np.uint8(any3))
         )
     return int(hits)
 
@@ -694,14 +707,15 @@ def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
     :func:`_places` tells, :data:`PLACES` places at a time, whether any does."""
     n, m = len(tail), len(chunk)
     lo, hi = max(0, n - m), n - MIN_OVERLAP + 1  # places; each has 3 bytes after it
-    c0, c1, c2 = chunk[0], chunk[1], chunk[2]  # c0 is no whitespace: chunk is trimmed
-    any1, any2 = c1 <= 32, c2 <= 32
+    c0, c1, c2, c3 = chunk[0], chunk[1], chunk[2], chunk[3]  # c0: no whitespace (trimmed)
+    any1, any2, any3 = c1 <= 32, c2 <= 32, c3 <= 32
     work = 0
     base = lo
     while base < hi:
         end = min(base + PLACES, hi)
         a0, a1, a2 = tail[base:end], tail[base + 1 : end + 1], tail[base + 2 : end + 2]
-        if _places(a0, a1, a2, c0, c1, c2, any1, any2) > 0:
+        a3 = tail[base + 3 : end + 3]
+        if _places(a0, a1, a2, a3, c0, c1, c2, c3, any1, any2, any3) > 0:
             for q in range(base, end):
                 if tail[q] != c0:
                     continue
