@@ -702,11 +702,13 @@ def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
     in ``tail``, the block's last bytes, or in ``chunk``; both trimmed): the earliest
     place in ``tail`` whose rest is a prefix of ``chunk`` gives the longest overlap.
 
-    A place is compared only where its first three bytes equal the chunk's (a byte
-    <= 0x20 there matches anything: whitespace of any kind normalizes to a space);
-    :func:`_places` tells, :data:`PLACES` places at a time, whether any does."""
+    A place is compared only where its first four bytes equal the chunk's (a chunk
+    byte <= 0x20 there matches anything: whitespace of any kind normalizes to a
+    space); :func:`_places` tells, :data:`PLACES` places at a time, whether any does.
+    A place that passes is compared :data:`VERIFY_FIRST` bytes one by one, then the
+    rest at once (:func:`_differing`)."""
     n, m = len(tail), len(chunk)
-    lo, hi = max(0, n - m), n - MIN_OVERLAP + 1  # places; each has 3 bytes after it
+    lo, hi = max(0, n - m), n - MIN_OVERLAP + 1  # places: MIN_OVERLAP bytes from each
     c0, c1, c2, c3 = chunk[0], chunk[1], chunk[2], chunk[3]  # c0: no whitespace (trimmed)
     any1, any2, any3 = c1 <= 32, c2 <= 32, c3 <= 32
     work = 0

@@ -199,9 +199,9 @@ def kept_chunks(
     ``slim`` holds the canonical candidates without text (with a ``ROW`` index when
     the text is inline); ``texts`` holds ``text``, joined by ``on``: the key as
     expressions over the candidates and as ``texts``' columns (``ROW``, or the chunk
-    store's key: :func:`ragframe._inputs.store_key`). ``typed=False`` says every ``entity_type`` is
-    null (the input has none); ``absent`` adds the optional columns ``slim`` lacks
-    (null literals), after the reach.
+    store's key: :func:`ragframe._inputs.store_key`). ``typed=False`` says every
+    ``entity_type`` is null (the input has none); ``absent`` adds the optional columns
+    ``slim`` lacks (null literals), after the reach.
 
     Text is joined only where the walk may need it, in two passes. The first walks
     each query's first :func:`first_pass_width` candidates (``HEAD``): where it selects
