@@ -173,12 +173,21 @@ def store_key(entity_dtype: pl.DataType) -> list[pl.Expr]:
 
 
 def _first_rows(key: pl.Series) -> pl.Series:
-    """Whether each row holds the first occurrence of its key. A store sorted by key
-    (the usual case: chunkers write documents in order) has its repeats next to each
-    other, so a row is first where its key differs from the previous row's; otherwise
-    Polars' ``is_first_distinct`` decides (a hash of every key)."""
-    if key.dtype == pl.Int128 and key.is_sorted():
-        return key.ne_missing(key.shift(1))
+    """Whether each row holds the first occurrence of its key (one Int128 column, or a
+    struct of entity and chunk index). A store sorted by key (the usual case: chunkers
+    write documents in order) has its repeats next to each other, so a row is first
+    where its key differs from the previous row's; otherwise Polars'
+    ``is_first_distinct`` decides (a hash of every key)."""
+    if key.dtype == pl.Int128:
+        if key.is_sorted():  # nulls first: null equals null, as in is_first_distinct
+            return key.ne_missing(key.shift(1)) | (pl.int_range(len(key), eager=True) == 0)
+        return key.is_first_distinct()
+    entity, chunk = key.struct.field(c.ENTITY_ID), key.struct.field(c.CHUNK_INDEX)
+    if not entity.has_nulls() and not chunk.has_nulls():
+        same = entity == entity.shift(1)
+        later = (entity > entity.shift(1)) | (same & (chunk >= chunk.shift(1)))
+        if later.slice(1).all():  # sorted by (entity, chunk index)
+            return (~(same & (chunk == chunk.shift(1)))).fill_null(True)
     return key.is_first_distinct()
 
 
