@@ -1001,32 +1001,6 @@ def merge(
 # --- ordering ----------------------------------------------------------------------------
 
 
-@_compiled
-def sorted_in_segments(starts: Bools, key: F64) -> I64:
-    """The rows ordered by ``key`` (ascending, stable) within each segment of rows
-    (``starts`` marks their first rows); segments stay where they are. A segment of a
-    few rows is insertion-sorted, a longer one merge-sorted."""
-    n = len(key)
-    order = np.arange(n)
-    lo = 0
-    while lo < n:
-        hi = lo + 1
-        while hi < n and not starts[hi]:
-            hi += 1
-        if hi - lo > 16:
-            order[lo:hi] = lo + np.argsort(key[lo:hi], kind="mergesort")
-        else:
-            for i in range(lo + 1, hi):
-                row = order[i]
-                j = i
-                while j > lo and key[order[j - 1]] > key[row]:
-                    order[j] = order[j - 1]
-                    j -= 1
-                order[j] = row
-        lo = hi
-    return order
-
-
 @nb.njit(inline="always")
 def _before(keys: I64, a: int, b: int) -> bool:
     """Whether row ``a`` of ``keys`` (one row of columns per row) sorts before row ``b``."""

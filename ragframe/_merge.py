@@ -20,7 +20,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._jit import F64, I64, Bools, merge, ordered_in_segments, sorted_in_segments, strings
+from ragframe._jit import F64, I64, Bools, merge, ordered_in_segments, strings
 from ragframe._select import ENTITY, RANK, SIM, TYPE
 from ragframe.schema import TMP
 
@@ -122,17 +122,24 @@ def _rule9_order(
     block, its group's first rank and chunk index and its entity's code.
     Returns the order and, in it, each block's rank and running length.
     """
-    order = np.arange(len(new_query), dtype=np.int64)
+    keys = [_ascending(-score)]
     if ties is not None:  # groups of one entity by first appearance (entities ascending)
         first_rank, first_chunk, entity = ties
         entities = (new_query | np.r_[True, entity[1:] != entity[:-1]]).cumsum()
-        order = np.lexsort((first_rank, first_chunk, entities, new_query.cumsum()))
-    order = order[sorted_in_segments(new_query, -score[order])]  # stable
+        keys += [entities, first_chunk, first_rank]
+    order = ordered_in_segments(new_query, np.column_stack(keys))  # stable: block order
     row = np.arange(len(order), dtype=np.int64)
     first = _segment_starts(new_query)  # queries stay where they were
     running = np.cumsum(chars[order])
     before = running - chars[order]
     return order, row - first, running - before[first]
+
+
+def _ascending(values: F64) -> I64:
+    """Integers in the order of finite ``values``, -0.0 tying with 0.0 (the bits of a
+    double, negatives' magnitude bits flipped), so a compiled integer sort orders them."""
+    bits = (values + 0.0).view(np.int64)  # -0.0 + 0.0 is 0.0
+    return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
 
 
 def _segment_starts(starts: Bools) -> I64:
@@ -178,18 +185,18 @@ def _merge_kernel(
             cap,
             *offs,
         )
-        rows = np.flatnonzero(start)  # each block's first row, in merge order
-        rerank = rerank[rows]
-        score = np.where(np.isnan(rerank), top[rows], rerank)
+        firsts = np.flatnonzero(start)  # each block's first row, in merge order
+        rerank = rerank[firsts]
+        score = np.where(np.isnan(rerank), top[firsts], rerank)
         ties = None
         if typed:  # each block's group's first row
-            group = _segment_starts(rows_in.group_start)[rows]
-            ties = (rows_in.rank[group], rows_in.chunk_index[group], rows_in.entity[rows])
+            group = _segment_starts(rows_in.group_start)[firsts]
+            ties = (rows_in.rank[group], rows_in.chunk_index[group], rows_in.entity[firsts])
         ranked, block_rank, running = _rule9_order(
-            rows_in.query_start[rows], score, chars[rows], ties
+            rows_in.query_start[firsts], score, chars[firsts], ties
         )
-        rows = rows[ranked]  # blocks in rule 9's order from here on
-        bounds = np.append(np.flatnonzero(start), len(start))  # blocks: runs of rows
+        rows = firsts[ranked]  # blocks in rule 9's order from here on
+        bounds = np.append(firsts, len(start))  # blocks: runs of rows
         lengths = np.diff(bounds)[ranked]
         members = _runs(bounds[:-1][ranked], lengths)
         heads = pl.Series(order[rows])

@@ -17,6 +17,7 @@ import pytest
 from ragframe import _jit
 from ragframe import schema as c
 from ragframe._inputs import _first_rows, store_key
+from ragframe._merge import _ascending
 from ragframe._text import JAVA_WHITESPACE, MIN_OVERLAP
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
@@ -106,15 +107,17 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
 
 
 @pytest.mark.parametrize("longest", [5, 40, 300])
-def test_sorted_in_segments_is_a_stable_sort_within_each_segment(longest: int) -> None:
-    """Rule 9's order inside the merge: short segments are insertion-sorted, long ones
-    merge-sorted; both must equal a stable sort by (segment, key)."""
+def test_scores_sort_within_each_segment_as_floats_do(longest: int) -> None:
+    """Rule 9's order inside the merge: scores as order-keeping integers (-0.0 tying
+    with 0.0), sorted within each query by the compiled segment sort (short segments
+    insertion-sorted, long ones merge-sorted); both must equal a stable sort by
+    (segment, score)."""
     rng = np.random.default_rng(longest)
     sizes = rng.integers(1, longest, size=60)
     segment = np.repeat(np.arange(len(sizes)), sizes)
     starts = np.r_[True, segment[1:] != segment[:-1]]
-    key = rng.choice([-1.0, -0.5, -0.0, 0.0, 0.25], size=len(segment))  # many ties
-    got = _jit.sorted_in_segments(starts, key)
+    key = rng.choice([-1.0, -0.5, -0.0, 0.0, 0.25, 1e300, -1e-300], size=len(segment))
+    got = _jit.ordered_in_segments(starts, _ascending(key)[:, None])
     assert got.tolist() == np.lexsort((key, segment)).tolist()
 
 
