@@ -109,7 +109,13 @@ WalkKeys = tuple[I64, I64, I64, bool, Bools, I64, I64]
 @nb.njit(inline="always")
 def _collapsible(b: int) -> bool:
     """A byte of ``[ \\t\\n\\x0B\\f\\r]``, the runs normalization turns into one space."""
-    return b == 32 or (b >= 9 and b <= 13)
+    return bool(_collapsible_u8(b) != 0)
+
+
+@nb.njit(inline="always")
+def _collapsible_u8(b: int) -> np.uint8:
+    """:func:`_collapsible` as 0 or 1 (no branch), for vectorized loops."""
+    return np.uint8(b == 32) | np.uint8(np.uint8(b - np.uint8(9)) < np.uint8(5))
 
 
 @nb.njit(inline="always")
@@ -274,10 +280,7 @@ def _normalized_length(data: U8, start: int, end: int) -> int:
     seg = data[start:end]
     extra = np.int64(0)
     for i in range(1, len(seg)):
-        x, y = seg[i], seg[i - 1]
-        extra += np.int64(
-            ((x == 32) | (np.uint8(x - 9) <= 4)) & ((y == 32) | (np.uint8(y - 9) <= 4))
-        )
+        extra += np.int64(_collapsible_u8(seg[i]) & _collapsible_u8(seg[i - 1]))
     return len(seg) - int(extra)
 
 
@@ -690,12 +693,6 @@ def _differing(a: U8, b: U8) -> int:
     return int(bad)
 
 
-@nb.njit(inline="always")
-def _collapsible_u8(b: int) -> np.uint8:
-    """:func:`_collapsible` as 0 or 1, for vectorized loops."""
-    return np.uint8(b == 32) | np.uint8(np.uint8(b - np.uint8(9)) < np.uint8(5))
-
-
 @_compiled
 def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
     """:func:`_overlap_units` where raw bytes are normalized bytes (no whitespace run
@@ -741,11 +738,7 @@ def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
 @nb.njit(inline="always")
 def _ascii_whitespace(b: int) -> np.uint8:
     """1 for an ASCII byte Java calls whitespace (``[\\t\\n\\x0B\\f\\r\\x1C-\\x20]``)."""
-    return (
-        np.uint8(b == 32)
-        | np.uint8(np.uint8(b - np.uint8(9)) < np.uint8(5))
-        | np.uint8(np.uint8(b - np.uint8(28)) < np.uint8(4))
-    )
+    return _collapsible_u8(b) | np.uint8(np.uint8(b - np.uint8(28)) < np.uint8(4))
 
 
 @_compiled
