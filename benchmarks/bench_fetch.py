@@ -26,7 +26,7 @@ import polars as pl
 import pytest
 
 from ragframe import FetchConfig, fetch, highlight
-from ragframe.reference_fetch import highlight_pair, reference_fetch
+from ragframe.reference.fetch import highlight_pair, reference_fetch
 from tests.longtext import documents, queries
 
 SIZES = [

@@ -1,14 +1,25 @@
-"""ragframe: turn retrieval results into LLM context, in bulk, on Polars."""
+"""ragframe: turn retrieval results into LLM context, in bulk, on Polars.
+
+The pipeline, one subpackage per stage, each a function ``LazyFrame (+ frozen config)
+-> LazyFrame``:
+
+* :mod:`ragframe.window` -- fixed-size character windows and the chunker (SPEC 3);
+* :mod:`ragframe.postprocess` -- candidates to context blocks (SPEC 1);
+* :mod:`ragframe.fetch` -- full text or query-relevant passages per document (SPEC 2);
+* :mod:`ragframe.reference` -- the plain per-query oracles the engine is tested against;
+* :mod:`ragframe.cli` -- the ``ragframe`` command.
+
+Shared modules: :mod:`ragframe.schema` (every column name), :mod:`ragframe.errors`,
+:mod:`ragframe.io` (files in and out), ``ragframe._arrow`` (Arrow string buffers).
+"""
 
 from __future__ import annotations
 
-from ragframe.chunk import chunk
 from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
-from ragframe.fetch import FetchConfig, fetch, missing_documents
-from ragframe.highlight import HighlightConfig, highlight
+from ragframe.fetch import FetchConfig, HighlightConfig, fetch, highlight, missing_documents
 from ragframe.postprocess import PostprocessConfig, postprocess
 from ragframe.reference import postprocess_reference
-from ragframe.window import WindowConfig, assemble, windows
+from ragframe.window import WindowConfig, assemble, chunk, windows
 
 __all__ = [
     "ConfigError",

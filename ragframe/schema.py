@@ -63,6 +63,8 @@ RANK = "rank"
 CONTENT = "content"
 CONTENT_LENGTH = "content_length"
 STRATEGY = "strategy"
+PASSAGES = "passages"
+HIGHLIGHT = "highlight"
 
 # window / chunk
 SECTION_INDEX = "section_index"

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ragframe import SchemaError, WindowConfig, chunk, windows
 from ragframe.cli import main
+from ragframe.window import _slide
 
 CRANFIELD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
 ALPHABET = "ab \n\téü日本語😀\u00a0"
@@ -134,7 +135,7 @@ def test_smallest_blocks_match_python_loop(contents: list[str], window: int, dat
     """Non-ASCII texts are cut into blocks; shrink them to the smallest that is valid."""
     overlap = data.draw(st.integers(0, window - 1))
     docs = _docs(["é" + c for c in contents])
-    with mock.patch("ragframe._slide._block_bytes", lambda w: 4 * w + 4):
+    with mock.patch.object(_slide, "_block_bytes", lambda w: 4 * w + 4):
         out = chunk(docs, _config(window, overlap)).collect()
     assert out.rows() == _reference_chunks(docs, window, overlap)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ragframe import _jit
 from ragframe import schema as c
 from ragframe.postprocess import PostprocessConfig
+from ragframe.postprocess._kernels import _parts
 from tests.conftest import assert_same_rows, config, run_engine, run_reference, with_chunk_text
 
 CRANFIELD = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cranfield"
@@ -98,6 +98,6 @@ def test_kernels_split_in_parts_equal_reference(
     want = (
         reference_outputs[name] if overlap == "text" else run_reference(results, cfg, chunks=chunks)
     )
-    monkeypatch.setattr(_jit, "PARALLEL_ROWS", 50)
-    monkeypatch.setattr(_jit, "_threads", lambda: 7)
+    monkeypatch.setattr(_parts, "PARALLEL_ROWS", 50)
+    monkeypatch.setattr(_parts, "_threads", lambda: 7)
     assert_same_rows(run_engine(results, cfg, chunks=chunks), want)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ragframe import ConfigError, FetchConfig, SchemaError, fetch, missing_documents
 from ragframe.cli import main
-from ragframe.reference_fetch import parse_length, reference_fetch
+from ragframe.reference.fetch import parse_length, reference_fetch
 from tests.longtext import documents, queries
 
 CRANFIELD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"

@@ -13,10 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragframe import ConfigError, HighlightConfig, SchemaError, highlight
-from ragframe._candidates import TERMS, candidate_tokens, word_tokens
-from ragframe._tokenizer import content_buffer, tokenize
-from ragframe._tokens import RUN_PY, RUN_RUST, TOKEN_PY, TOKEN_RUST, query_terms
-from ragframe.reference_fetch import (
+from ragframe._arrow import content_buffer
+from ragframe.fetch._analysis import RUN_RUST, TOKEN_RUST
+from ragframe.fetch._terms import TERMS, candidate_tokens, word_tokens
+from ragframe.fetch._tokenize import tokenize
+from ragframe.reference._analysis import RUN as RUN_PY
+from ragframe.reference._analysis import TOKEN as TOKEN_PY
+from ragframe.reference._analysis import query_terms
+from ragframe.reference.fetch import (
     boundary_end,
     boundary_start,
     fvh_fragments,

@@ -1,6 +1,6 @@
 """The compiled kernels' slow paths: texts made of near-matches everywhere.
 
-The on-the-fly comparisons in :mod:`ragframe._jit` give up past a work budget and
+The on-the-fly comparisons in :mod:`ragframe.postprocess._kernels` give up past a work budget and
 settle such a pair by normalizing both texts and a linear-time search. These tests
 check that the budget is really exceeded for these texts (so the fallback runs) and
 that the engine still equals the reference.
@@ -14,11 +14,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ragframe import _jit
+from ragframe import _arrow
 from ragframe import schema as c
-from ragframe._inputs import _first_rows, store_key
-from ragframe._merge import _ascending
-from ragframe._text import JAVA_WHITESPACE, MIN_OVERLAP
+from ragframe.postprocess._budget import JAVA_WHITESPACE
+from ragframe.postprocess._inputs import _first_rows, store_key
+from ragframe.postprocess._kernels import _contains, _order, _overlap, _text, _walk
+from ragframe.postprocess._kernels._overlap import MIN_OVERLAP
+from ragframe.postprocess._merge import _ascending
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
 REPEATS = "a " * 300  # every other position starts a near-match
@@ -41,9 +43,9 @@ def test_containment_gives_up_on_near_matches_and_the_fallback_decides(
     hay: str, needle: str, contained: bool
 ) -> None:
     h, n = _bytes(hay.strip()), _bytes(needle.strip())
-    assert _jit._contains_raw(h, 0, len(h), len(h), n, 0, len(n), len(n), 64) in (-1, 1)
+    assert _contains.contains_raw(h, 0, len(h), len(h), n, 0, len(n), len(n), 64) in (-1, 1)
     if hay.startswith("a"):
-        assert _jit._contains_raw(h, 0, len(h), len(h), n, 0, len(n), len(n), 64) == -1
+        assert _contains.contains_raw(h, 0, len(h), len(h), n, 0, len(n), len(n), 64) == -1
     df = frame([cand(1, hay, 0.9, 0), cand(1, needle, 0.8, 5)])
     cfg = config(5, 0.0, 1, 5, 10**6, 10**6)
     rows = run_engine(df, cfg)
@@ -68,7 +70,7 @@ def test_overlap_gives_up_on_near_matches_and_the_fallback_decides(
     place (the first full match is the longest); with runs it scans normalized bytes
     backwards. Both give up past the work budget when every place nearly matches."""
     b, chunk = _bytes(block), _bytes(following)
-    units = _jit._overlap_units(b, 0, len(b), chunk, 0, len(chunk), 64)
+    units = _overlap._overlap_units(b, 0, len(b), chunk, 0, len(chunk), 64)
     if following.startswith("b"):
         assert units == 0
     elif plain and following == "a " * 150:
@@ -82,7 +84,7 @@ def test_overlap_gives_up_on_near_matches_and_the_fallback_decides(
 
 def test_compiled_java_whitespace_matches_the_reference_set() -> None:
     for cp in range(0x3100):
-        assert _jit._java_whitespace(cp) == (chr(cp) in JAVA_WHITESPACE), hex(cp)
+        assert _text.java_whitespace(cp) == (chr(cp) in JAVA_WHITESPACE), hex(cp)
 
 
 @pytest.mark.parametrize("ids", [pl.Int64, pl.String])
@@ -100,7 +102,7 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
     rank = np.arange(7, dtype=np.int64)[::-1].copy()  # rows in reverse ranking order
     start = rank == 0
     sim = np.linspace(0.1, 0.7, 7)  # the first-ranked row (last) has the highest
-    selected, count, best = _jit.walk(texts, rank, start, sim, entity, entity_type, keys, 10)
+    selected, count, best = _walk.walk(texts, rank, start, sim, entity, entity_type, keys, 10)
     assert selected.tolist() == [False, True, True, True, True, True, True]
     assert count.tolist() == [6] * 7  # the query's count and best, on each of its rows
     assert best.tolist() == [0.7] * 7
@@ -117,7 +119,7 @@ def test_scores_sort_within_each_segment_as_floats_do(longest: int) -> None:
     segment = np.repeat(np.arange(len(sizes)), sizes)
     starts = np.r_[True, segment[1:] != segment[:-1]]
     key = rng.choice([-1.0, -0.5, -0.0, 0.0, 0.25, 1e300, -1e-300], size=len(segment))
-    got = _jit.ordered_in_segments(starts, _ascending(key)[:, None])
+    got = _order.ordered_in_segments(starts, _ascending(key)[:, None])
     assert got.tolist() == np.lexsort((key, segment)).tolist()
 
 
@@ -133,7 +135,7 @@ def test_ordered_in_segments_is_a_stable_lexicographic_sort_within_each_segment(
     segment = np.repeat(np.arange(len(sizes)), sizes)
     starts = np.r_[True, segment[1:] != segment[:-1]]
     keys = rng.integers(-3, 3, size=(len(segment), 3)) * np.array([1, 2**40, 1])  # ties
-    got = _jit.ordered_in_segments(starts, keys.astype(np.int64))
+    got = _order.ordered_in_segments(starts, keys.astype(np.int64))
     want = np.lexsort((keys[:, 2], keys[:, 1], keys[:, 0], segment))
     assert got.tolist() == want.tolist()
 
@@ -158,10 +160,10 @@ def test_plain_skip_agrees_with_the_seed_walk_wherever_it_answers(text: str) -> 
     data = _bytes(text)
     answered = 0
     for units in range(len(text)):
-        stop = _jit._skip_plain(data, 0, len(data), units)
+        stop = _overlap._skip_plain(data, 0, len(data), units)
         if stop >= 0:
             answered += 1
-            assert (stop, units) == _jit._skip_units(data, 0, len(data), units), units
+            assert (stop, units) == _overlap._skip_units(data, 0, len(data), units), units
     runs = any(a.isspace() and b.isspace() for a, b in itertools.pairwise(text))
     if text[0] == " ":
         assert answered == 0
@@ -169,13 +171,14 @@ def test_plain_skip_agrees_with_the_seed_walk_wherever_it_answers(text: str) -> 
         assert answered == len(text) - 1  # every count but 0
 
 
-@pytest.mark.parametrize("limit", [None, 55, 10])  # views; packed, views; offsets
-def test_strings_are_views_into_the_buffer_or_packed_when_it_is_too_large(
+@pytest.mark.parametrize("limit", [None, 55, 10])  # one buffer; windows of it; copied
+def test_strings_are_views_into_the_buffer_or_windows_of_it_when_it_is_too_large(
     limit: int | None,
 ) -> None:
     """Block texts leave the merge as Arrow string views into its buffer, in any order
-    (inline up to 12 bytes); a buffer past the view limit is packed first, and offsets
-    are used when even the packed pieces exceed it."""
+    (inline up to 12 bytes); a buffer past the view limit is seen as overlapping windows
+    of it (several view buffers, nothing copied), and a piece too long for a window is
+    copied into a large-string array."""
     pieces = ["", "short", "exactly12byt", "thirteen byte", "caf\u00e9 \u3000 na\u00efve text", "z"]
     data = b"".join(p.encode() for p in pieces)
     starts = np.cumsum([0] + [len(p.encode()) for p in pieces])
@@ -183,15 +186,15 @@ def test_strings_are_views_into_the_buffer_or_packed_when_it_is_too_large(
     gap = np.frombuffer(b"#" * 7 + data, dtype=np.uint8)  # pieces need not start at 0
     with pytest.MonkeyPatch.context() as patch:
         if limit is not None:
-            patch.setattr(_jit, "VIEW_BUFFER", limit)
-        got = _jit.strings(gap, starts[order] + 7, np.diff(starts)[order])
+            patch.setattr(_arrow, "VIEW_BUFFER", limit)
+        got = _arrow.strings(gap, starts[order] + 7, np.diff(starts)[order])
     assert got.to_list() == [pieces[i] for i in order]
 
 
 def test_the_plain_overlap_search_compares_its_first_bytes_within_every_place() -> None:
     """Every place the plain search tries has at least MIN_OVERLAP bytes after it, and
     it compares VERIFY_FIRST of them one by one: that must fit."""
-    assert _jit.VERIFY_FIRST < MIN_OVERLAP
+    assert _overlap.VERIFY_FIRST < MIN_OVERLAP
 
 
 @pytest.mark.parametrize("key", ["int128", "struct"])

@@ -13,9 +13,9 @@ import pytest
 
 import ragframe
 from ragframe import schema as c
-from ragframe._select import first_pass_width
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.postprocess import PostprocessConfig
+from ragframe.postprocess._select import first_pass_width
 from tests.conftest import (
     Runner,
     assert_same_rows,

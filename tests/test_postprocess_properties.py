@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ragframe
-from ragframe import _jit
 from ragframe import schema as c
 from ragframe.postprocess import PostprocessConfig
+from ragframe.postprocess._kernels import _parts
 from tests.conftest import assert_same_rows, frame, run_engine, run_reference
 
 WORDS = [
@@ -139,8 +139,8 @@ def test_kernels_in_parts_equal_reference(
     """Large inputs run the walk and the merge in parts on several threads; force tiny
     parts (a part holds whole queries for the walk, whole groups for the merge)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_jit, "PARALLEL_ROWS", 1)
-        patch.setattr(_jit, "_threads", lambda: threads)
+        patch.setattr(_parts, "PARALLEL_ROWS", 1)
+        patch.setattr(_parts, "_threads", lambda: threads)
         assert_same_rows(run_engine(df, cfg), run_reference(df, cfg))
 
 

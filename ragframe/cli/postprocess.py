@@ -1,0 +1,110 @@
+"""``ragframe postprocess``: arguments, config, run."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import polars as pl
+
+from ragframe import schema as c
+from ragframe.cli._common import add_output, collect, write
+from ragframe.io import scan_table, table_format
+from ragframe.postprocess import PostprocessConfig, postprocess
+
+EPILOG = """\
+input columns (RESULTS):
+  query_id       int or string, required, never null
+  entity_id      int or string (alias doc_id); null = no entity
+  entity_type    string, optional; null = ""
+  chunk_index    int; null = 0
+  text           string; null = "" (not needed with --chunks)
+  similarity     float or int; null = 0.0
+  rerank_score   float, optional; null = use similarity
+  anything else  passed through from the first chunk of each block
+
+output columns (OUT), one row per block, sorted by query_id, block_rank:
+  query_id, block_rank, entity_type, entity_id, start_chunk_index,
+  end_chunk_index, text, max_similarity, avg_similarity, source_chunk_count,
+  rerank_score, ranking_score, char_count, truncated, chunk_indexes
+  (+ passthrough columns)
+
+formats, by file extension: .parquet .pq, .arrow .ipc .feather, .csv,
+.jsonl .ndjson .json (JSON lines). In CSV, chunk_indexes is written as "0,1,2".
+"""
+
+
+_CONFIG_HELP: dict[str, str] = {
+    "top_k": "chunks selected per query by ranking score (rerank_score, else similarity), "
+    "skipping text repeated within the same entity (>= 1)",
+    "min_similarity": "base m of the adaptive threshold: selected chunks need similarity "
+    ">= 0.6*m (one selected) up to 1.2*m (top-k selected) (0..1)",
+    "max_chunk_gap": "largest chunk_index gap merged into one block; 1 = adjacent chunks "
+    "only, 0 = only repeated indexes (>= 0)",
+    "max_blocks": "blocks kept per query (>= 1)",
+    "max_characters": "total characters kept per query; a first block over it is "
+    "truncated at a word boundary (>= 1)",
+    "max_merged_block_characters": "largest merged block in characters; a chunk that "
+    "would exceed it starts a new block (>= 1)",
+    "overlap": "how overlap between merged chunks is removed: 'text' matches normalized "
+    "text like the seed; 'offsets' cuts exactly by start_char/end_char columns",
+}
+"""Help for each :class:`PostprocessConfig` field; the option is ``--field-name``."""
+
+
+def add_postprocess(sub: Any) -> None:
+    """Declare ``ragframe postprocess`` and its options (one per config field)."""
+    p = sub.add_parser(
+        "postprocess",
+        help="turn retrieved chunks into ranked, merged, budgeted context blocks",
+        description=(
+            "Per query: rank candidates (rerank_score, else similarity), keep the top-k "
+            "distinct chunks, drop those under the adaptive similarity threshold, merge "
+            "nearby chunks of the same entity removing their overlap, then keep the best "
+            "blocks within the block and character budgets."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("results", metavar="RESULTS", help="candidate chunks, one row per chunk")
+    p.add_argument(
+        "--chunks",
+        metavar="CHUNKS",
+        help="chunk store (entity_id or doc_id, chunk_index, text): text is joined from it "
+        "by (entity_id, chunk_index), only for the rows that need it",
+    )
+    add_output(p)
+    defaults = PostprocessConfig()
+    for name, text in _CONFIG_HELP.items():
+        default = getattr(defaults, name)
+        p.add_argument(
+            "--" + name.replace("_", "-"),
+            type=type(default),
+            default=default,
+            choices=["text", "offsets"] if name == "overlap" else None,
+            metavar={int: "N", float: "X"}.get(type(default)),
+            help=f"{text} (default: %(default)s)",
+        )
+    p.set_defaults(run=run_postprocess)
+
+
+def run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``postprocess``; the summary counts queries, rows, blocks and characters."""
+    config = PostprocessConfig(**{name: getattr(args, name) for name in _CONFIG_HELP})
+    table_format(args.output)
+    candidates = scan_table(args.results)
+    chunks = scan_table(args.chunks) if args.chunks else None
+    counts = pl.len().alias("rows"), pl.col(c.QUERY_ID).n_unique().alias("queries")
+    blocks, stats = collect(
+        lambda: [postprocess(candidates, config, chunks=chunks), candidates.select(counts)],
+        args.results,
+    )
+    write(blocks, args.output)
+    return {
+        "queries": int(stats["queries"][0]),
+        "candidates in": int(stats["rows"][0]),
+        "blocks out": blocks.height,
+        "characters out": int(blocks[c.CHAR_COUNT].sum()),
+        "truncated blocks": int(blocks[c.TRUNCATED].sum()),
+        "output": str(args.output),
+    }

@@ -1,0 +1,114 @@
+"""The fetch stage's settings, each written once: :class:`HighlightConfig` (SPEC 2.1,
+the passages) and :class:`FetchConfig`, which is a :class:`HighlightConfig` plus the
+full-text threshold (SPEC 2, rules 1 and 4)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+from ragframe._validate import check_int
+from ragframe.errors import ConfigError
+
+HighlighterMode = Literal["fvh", "unified"]
+HighlightOrder = Literal["score", "offset"]
+FragmentScoring = Literal["matches", "terms"]
+
+FVH_MARGIN = 6
+"""Lucene's ``BaseFragListBuilder.MARGIN_DEFAULT``; fragments must be >= 3 x margin."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HighlightConfig:
+    """Highlighter settings; the defaults are the ones Fess asks its search engine for,
+    except ``scoring`` (distinct query terms first; ``"matches"`` is Lucene's).
+
+    Args:
+        fragment_size: characters per fragment (>= 18, Lucene's minimum for margin 6);
+            in ``"unified"`` mode, the longest sentence piece before it is split.
+        number_of_fragments: passages kept per pair (>= 1).
+        highlighter: ``"fvh"`` (FastVectorHighlighter) or ``"unified"`` (sentences, BM25).
+        order: ``"score"`` (best first, Fess) or ``"offset"`` (document order).
+        scoring: ``"fvh"`` fragment score: ``"terms"`` (the default: distinct query
+            terms first, then matches; passages cover more of the query) or
+            ``"matches"`` (match count, Lucene's ``SimpleFieldFragList`` as in Fess).
+        boundary_chars: characters fragment edges move to (tab, newline, U+0013, space).
+        boundary_max_scan: how far an edge may move, in characters (>= 0).
+        max_matches: matches considered per pair, first in text order (>= 1; Lucene's
+            phrase limit).
+
+    Raises:
+        ConfigError: a parameter is out of range or of the wrong type.
+
+    Example:
+        >>> HighlightConfig(fragment_size=200).number_of_fragments
+        5
+    """
+
+    fragment_size: int = 1000
+    number_of_fragments: int = 5
+    highlighter: HighlighterMode = "fvh"
+    order: HighlightOrder = "score"
+    scoring: FragmentScoring = "terms"
+    boundary_chars: str = "\t\n\x13 "
+    boundary_max_scan: int = 20
+    max_matches: int = 256
+
+    def __post_init__(self) -> None:
+        check_int("fragment_size", self.fragment_size, 3 * FVH_MARGIN)
+        check_int("number_of_fragments", self.number_of_fragments, 1)
+        check_int("boundary_max_scan", self.boundary_max_scan, 0)
+        check_int("max_matches", self.max_matches, 1)
+        if self.highlighter not in ("fvh", "unified"):
+            raise ConfigError(f"highlighter must be 'fvh' or 'unified', got {self.highlighter!r}")
+        if self.order not in ("score", "offset"):
+            raise ConfigError(f"order must be 'score' or 'offset', got {self.order!r}")
+        if self.scoring not in ("matches", "terms"):
+            raise ConfigError(f"scoring must be 'matches' or 'terms', got {self.scoring!r}")
+        if not isinstance(self.boundary_chars, str):
+            raise ConfigError(
+                f"boundary_chars must be a string, got {type(self.boundary_chars).__name__}"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchConfig(HighlightConfig):
+    """Parameters of :func:`fetch`; the highlighter's default to Fess's settings, except
+    ``scoring`` (see :class:`~ragframe.HighlightConfig`).
+
+    Args:
+        fulltext_threshold: documents longer than this (characters) are highlighted,
+            and a highlighted document without passages is cut to this length (>= 0).
+        fragment_size, number_of_fragments, highlighter, order, scoring, boundary_chars,
+            boundary_max_scan, max_matches: see :class:`~ragframe.HighlightConfig`.
+
+    Raises:
+        ConfigError: a parameter is out of range or of the wrong type.
+
+    Example:
+        >>> FetchConfig(fulltext_threshold=500).highlight_config.fragment_size
+        1000
+    """
+
+    fulltext_threshold: int = 3000
+
+    def __post_init__(self) -> None:
+        HighlightConfig.__post_init__(self)  # slots: no zero-argument super()
+        check_int("fulltext_threshold", self.fulltext_threshold, 0)
+
+    @property
+    def highlight_config(self) -> HighlightConfig:
+        """The highlighter settings of this config."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(HighlightConfig)}
+        return HighlightConfig(**fields)
+
+
+def as_highlight_config(config: HighlightConfig | None) -> HighlightConfig:
+    """The highlighter settings of ``config`` (a :class:`FetchConfig` too; defaults when
+    None)."""
+    if config is None:
+        return HighlightConfig()
+    if isinstance(config, FetchConfig):
+        return config.highlight_config
+    return config

@@ -1,0 +1,123 @@
+"""The highlighter's plan: documents -> tokens -> matches -> passages -> joined text.
+
+Every function returns a LazyFrame; nothing is collected. Each needed document is
+tokenized once, whatever the number of queries that ask for it (``fvh`` keeps only the
+candidate tokens that may equal a term asked for in the document, see
+:mod:`ragframe._candidates`; ``unified`` keeps every run, for its sentences); matches
+for all pairs come from one join of (pair, term) rows with (document, token) rows.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import polars as pl
+
+from ragframe import schema as c
+from ragframe.fetch._analysis import (
+    ASCII_SPACE,
+    ELLIPSIS,
+    SENTENCE_TERMINATORS,
+    TOKEN_RUST,
+    rust_char_class,
+)
+from ragframe.fetch._config import HighlightConfig
+from ragframe.fetch._terms import TERMS as DOC_TERMS
+from ragframe.fetch._terms import candidate_schema, candidate_tokens
+from ragframe.fetch._tokenize import run_schema, tokenize
+
+PAIR = c.TMP + "pair"
+TOKEN = c.TMP + "token"
+TERM = c.TMP + "term"
+TERM_CODE = c.TMP + "term_code"
+START = "start"
+END = "end"
+SCORE = "score"
+LENGTH = c.TMP + "length"
+FRAGMENT = c.TMP + "fragment"
+TEXTS = c.TMP + "texts"
+LAST = c.TMP + "last"
+
+
+def needed_documents(work: pl.LazyFrame, documents: pl.LazyFrame) -> pl.LazyFrame:
+    """``doc_id, content, __rf_length`` of the documents ``work`` asks for.
+
+    The first row of a repeated ``doc_id`` wins; null content reads as "".
+    """
+    docs = documents.select(c.DOC_ID, pl.col(c.CONTENT).fill_null(""))
+    docs = docs.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
+    docs = docs.join(work.select(c.DOC_ID).unique(), on=c.DOC_ID, how="semi")
+    return docs.with_columns(pl.col(c.CONTENT).str.len_chars().cast(pl.Int64).alias(LENGTH))
+
+
+def document_runs(docs: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per run (token or non-word run) with character offsets ``start, end``
+    (:func:`ragframe._tokenizer.tokenize`, over whole buffers)."""
+    id_type = docs.collect_schema()[c.DOC_ID]
+    kernel = partial(tokenize, words_only=False)
+    return docs.select(c.DOC_ID, c.CONTENT).map_batches(kernel, schema=run_schema(id_type))
+
+
+def document_candidates(docs: pl.LazyFrame, terms: pl.LazyFrame) -> pl.LazyFrame:
+    """``doc_id, __rf_run, start, end``: the word tokens that may equal one of the terms
+    asked for in their document (:func:`ragframe._candidates.candidate_tokens`)."""
+    id_type = docs.collect_schema()[c.DOC_ID]
+    asked = terms.group_by(c.DOC_ID).agg(pl.col(TERM).unique().alias(DOC_TERMS))
+    frame = docs.select(c.DOC_ID, c.CONTENT).join(asked, on=c.DOC_ID)
+    return frame.map_batches(candidate_tokens, schema=candidate_schema(id_type))
+
+
+def pair_terms(work: pl.LazyFrame) -> pl.LazyFrame:
+    """``__rf_pair, doc_id, __rf_term, __rf_term_code``: the distinct lower-cased query
+    terms per pair, numbered from 0 within the pair."""
+    terms = (
+        pl.col(c.QUERY)
+        .str.extract_all(TOKEN_RUST)
+        .list.eval(pl.element().str.to_lowercase())
+        .list.unique()
+    )
+    frame = work.select(PAIR, c.DOC_ID, terms.alias(TERM))
+    code = pl.int_ranges(pl.col(TERM).list.len(), dtype=pl.Int64)
+    frame = frame.with_columns(code.alias(TERM_CODE)).explode(TERM, TERM_CODE)
+    return frame.drop_nulls(TERM)
+
+
+def pair_matches(terms: pl.LazyFrame, tokens: pl.LazyFrame, max_matches: int) -> pl.LazyFrame:
+    """Matches of each pair's terms, sorted by position, the first ``max_matches`` kept.
+
+    ``tokens`` has ``doc_id, __rf_token`` (lower-cased) and any columns to carry.
+    """
+    found = terms.join(tokens, left_on=[c.DOC_ID, TERM], right_on=[c.DOC_ID, TOKEN])
+    found = found.sort(PAIR, START)
+    return found.filter(pl.int_range(pl.len()).over(PAIR) < max_matches)
+
+
+def top_passages(passages: pl.LazyFrame, config: HighlightConfig) -> pl.LazyFrame:
+    """The ``number_of_fragments`` best passages per pair (ties: earlier first), in the
+    configured order."""
+    ranked = passages.sort([PAIR, SCORE, START], descending=[False, True, False])
+    kept = ranked.filter(pl.int_range(pl.len()).over(PAIR) < config.number_of_fragments)
+    if config.order == "offset":
+        kept = kept.sort(PAIR, START)
+    return kept
+
+
+def _finish(texts: pl.Expr, last: pl.Expr) -> pl.Expr:
+    """Join the passages; append "..." unless the last one ends (ASCII whitespace aside)
+    with a sentence terminator. Every passage holds a word token, so the joined text
+    ends as its last passage does: only that one is searched."""
+    joined = texts.list.join(ELLIPSIS)
+    terminal = f"[{rust_char_class(SENTENCE_TERMINATORS)}][{rust_char_class(ASCII_SPACE)}]*$"
+    return pl.when(last.str.contains(terminal)).then(joined).otherwise(joined + ELLIPSIS)
+
+
+def assemble(passages: pl.LazyFrame) -> pl.LazyFrame:
+    """``__rf_pair, passages, highlight`` from one row per chosen passage (in order)."""
+    spans = pl.struct(pl.col(START), pl.col(END), pl.col(SCORE).cast(pl.Float64))
+    grouped = passages.group_by(PAIR, maintain_order=True).agg(
+        spans.alias(c.PASSAGES),
+        pl.col(FRAGMENT).alias(TEXTS),
+        pl.col(FRAGMENT).last().alias(LAST),
+    )
+    highlight = _finish(pl.col(TEXTS), pl.col(LAST)).alias(c.HIGHLIGHT)
+    return grouped.select(PAIR, c.PASSAGES, highlight)

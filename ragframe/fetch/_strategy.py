@@ -1,0 +1,184 @@
+"""SPEC 2, rules 1-6: each request's strategy (full text, passages, truncated full
+text), its content, and the request order kept; requests whose document is missing."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import polars as pl
+
+from ragframe import schema as c
+from ragframe.fetch._analysis import ASCII_SPACE, BLANK_CHARS
+from ragframe.fetch._config import FetchConfig
+from ragframe.fetch._highlight import check_highlight_inputs, doc_id_type, passages_per_pair
+from ragframe.fetch._passages import PAIR
+
+Strategy = Literal["full", "highlight", "truncated_fallback"]
+
+_ROW = c.TMP + "row"
+_FIRST = c.TMP + "first_row"
+_LENGTH = c.TMP + "content_length"
+_NUMBER = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+
+
+def _with_order(requests: pl.LazyFrame, schema: pl.Schema) -> pl.LazyFrame:
+    """Add the row number, the first row of each query and, if absent, a 1-based rank."""
+    frame = requests.with_row_index(_ROW)
+    if c.RANK not in schema:
+        rank = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(c.QUERY_ID)
+        frame = frame.with_columns(rank.alias(c.RANK))
+    return frame.with_columns(pl.col(_ROW).min().over(c.QUERY_ID).alias(_FIRST))
+
+
+def _parse_length(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """Integers, floats and numeric strings as Float64; anything else null (unknown)."""
+    number: pl.Expr = column.cast(pl.Float64)
+    if dtype == pl.String:
+        text = column.str.strip_chars(ASCII_SPACE)
+        number = pl.when(text.str.contains(_NUMBER)).then(text.cast(pl.Float64, strict=False))
+    return pl.when(number.is_finite()).then(number)
+
+
+def _lengths(
+    docs: pl.LazyFrame, sizes: Any, id_type: pl.DataType, doc_schema: pl.Schema
+) -> pl.LazyFrame:
+    """``doc_id, __rf_content_length``: from ``sizes`` when given, else the content."""
+    if sizes is None:
+        length = pl.col(c.CONTENT).str.len_chars().cast(pl.Float64)
+        return docs.select(c.DOC_ID, length.alias(_LENGTH))
+    frame = c.to_lazy(sizes, "sizes")
+    schema = frame.collect_schema()
+    c.require_columns(schema, [c.DOC_ID, c.CONTENT_LENGTH], "sizes")
+    c.require_kind(schema, c.CONTENT_LENGTH, ["int", "float", "string"], "sizes")
+    doc_id_type(schema, doc_schema, "sizes")
+    length = _parse_length(pl.col(c.CONTENT_LENGTH), schema[c.CONTENT_LENGTH])
+    frame = frame.select(pl.col(c.DOC_ID).cast(id_type), length.alias(_LENGTH))
+    return frame.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
+
+
+def _planned(threshold: int) -> pl.Expr:
+    query = pl.col(c.QUERY)
+    blank = query.is_null() | (query.str.strip_chars(BLANK_CHARS).str.len_chars() == 0)
+    big = pl.col(_LENGTH).is_not_null() & (pl.col(_LENGTH) > threshold)
+    return ~blank & big
+
+
+def _content_and_strategy(threshold: int) -> list[pl.Expr]:
+    full = ~pl.col(c.TMP + "planned")
+    found = pl.col(c.HIGHLIGHT).is_not_null()
+    content = (
+        pl.when(full)
+        .then(pl.col(c.CONTENT))
+        .when(found)
+        .then(pl.col(c.HIGHLIGHT))
+        .otherwise(pl.col(c.CONTENT).str.slice(0, threshold))
+    )
+    strategy = (
+        pl.when(full)
+        .then(pl.lit("full"))
+        .when(found)
+        .then(pl.lit("highlight"))
+        .otherwise(pl.lit("truncated_fallback"))
+    )
+    return [content.alias(c.CONTENT), strategy.alias(c.STRATEGY)]
+
+
+def _prepare(
+    requests: c.Frame, documents: c.Frame
+) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.DataType, pl.Schema]:
+    """Check the inputs; return ordered requests, deduplicated documents, the doc_id
+    type and the documents' schema."""
+    req, docs = c.to_lazy(requests, "requests"), c.to_lazy(documents, "documents")
+    req_schema, doc_schema = req.collect_schema(), docs.collect_schema()
+    c.require_columns(req_schema, [c.QUERY_ID], "requests")
+    id_type = check_highlight_inputs(req_schema, doc_schema, "requests")
+    req = _with_order(req.with_columns(pl.col(c.DOC_ID).cast(id_type)), req_schema)
+    docs = docs.with_columns(pl.col(c.DOC_ID).cast(id_type), pl.col(c.CONTENT).fill_null(""))
+    docs = docs.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
+    return req, docs, id_type, doc_schema
+
+
+def fetch(
+    requests: c.Frame,
+    documents: c.Frame,
+    config: FetchConfig | None = None,
+    *,
+    sizes: c.Frame | None = None,
+) -> pl.LazyFrame:
+    """The LLM content of every requested (query, document) pair.
+
+    Rules (SPEC section 2), per pair: ``full`` when the query is null, empty or
+    whitespace-only, or the content length is unknown, or it is <= ``fulltext_threshold``;
+    else ``highlight`` (the passages of :func:`ragframe.highlight`), or, when no passage
+    is found, ``truncated_fallback`` (the first ``fulltext_threshold`` characters).
+    Lengths come from ``sizes`` (integers, floats or numeric strings; anything else,
+    and a document absent from ``sizes``, is unknown), else from the documents' content,
+    in characters (code points). Rows keep each query's request order (by ``rank``,
+    then row order; queries in order of first appearance); duplicates are kept.
+
+    Requested documents missing from ``documents`` have no row here: list them with
+    :func:`missing_documents` (the CLI reports their count and ids).
+
+    Needs ``requests``: ``query_id``, ``query`` (string), ``doc_id`` (int or string),
+    optional ``rank``; ``documents``: ``doc_id``, ``content`` (string), other columns
+    pass through (the first row of a repeated ``doc_id`` wins); ``sizes``: ``doc_id``,
+    ``content_length``. Output: ``query_id, doc_id, rank, content, strategy`` and the
+    documents' other columns (except ones named like an output column).
+
+    Args:
+        requests: the documents chosen for each query's context.
+        documents: the documents' text.
+        config: thresholds and highlighter settings (defaults: Fess's).
+        sizes: ``content_length`` per ``doc_id`` from the search phase.
+
+    Returns:
+        A LazyFrame, one row per request whose document exists.
+
+    Raises:
+        SchemaError: a required column is missing or has the wrong type.
+
+    Example:
+        >>> import polars as pl
+        >>> docs = pl.DataFrame({"doc_id": [1, 2], "content": ["short", "long " * 5]})
+        >>> reqs = pl.DataFrame({"query_id": [7, 7], "query": ["long", "long"], "doc_id": [2, 1]})
+        >>> out = fetch(reqs, docs, FetchConfig(fulltext_threshold=10, fragment_size=18))
+        >>> out.collect()["strategy"].to_list()
+        ['highlight', 'full']
+    """
+    cfg = config or FetchConfig()
+    req, docs, id_type, doc_schema = _prepare(requests, documents)
+    lengths = _lengths(docs, sizes, id_type, doc_schema)
+    pairs = req.join(docs, on=c.DOC_ID, how="inner", maintain_order="left")
+    pairs = pairs.join(lengths, on=c.DOC_ID, how="left", maintain_order="left")
+    pairs = pairs.with_columns(_planned(cfg.fulltext_threshold).alias(c.TMP + "planned"))
+    work = pairs.filter(c.TMP + "planned").select(c.QUERY, c.DOC_ID)
+    work = work.unique(maintain_order=True)  # one order: the plan reads it more than once
+    found = passages_per_pair(work.with_row_index(PAIR), docs, cfg.highlight_config)
+    found = found.select(c.QUERY, c.DOC_ID, c.HIGHLIGHT)
+    pairs = pairs.join(found, on=[c.QUERY, c.DOC_ID], how="left", maintain_order="left")
+    pairs = pairs.with_columns(_content_and_strategy(cfg.fulltext_threshold))
+    pairs = pairs.sort([_FIRST, c.RANK, _ROW], nulls_last=True)
+    head = [c.QUERY_ID, c.DOC_ID, c.RANK, c.CONTENT, c.STRATEGY]
+    taken = {*head, c.QUERY, c.HIGHLIGHT}
+    extra = [n for n in doc_schema if n not in taken and not n.startswith(c.TMP)]
+    return pairs.select(*head, *extra)
+
+
+def missing_documents(requests: c.Frame, documents: c.Frame) -> pl.LazyFrame:
+    """The requests whose document is not in ``documents`` (null ``doc_id`` included).
+
+    :func:`fetch` has no row for them; this is the diagnostics table to report them.
+
+    Returns:
+        A LazyFrame ``query_id, doc_id, rank`` in request order.
+
+    Example:
+        >>> import polars as pl
+        >>> docs = pl.DataFrame({"doc_id": [1], "content": ["x"]})
+        >>> reqs = pl.DataFrame({"query_id": [1, 1], "query": ["a", "a"], "doc_id": [1, 9]})
+        >>> missing_documents(reqs, docs).collect()["doc_id"].to_list()
+        [9]
+    """
+    req, docs, _, _ = _prepare(requests, documents)
+    gone = req.join(docs.select(c.DOC_ID), on=c.DOC_ID, how="anti", maintain_order="left")
+    return gone.sort([_FIRST, c.RANK, _ROW], nulls_last=True).select(c.QUERY_ID, c.DOC_ID, c.RANK)

@@ -1,0 +1,193 @@
+"""Word tokens that may match a query term, for every document at once (``fvh`` mode).
+
+Why: turning every token of every document into a string (and lower-casing and joining
+it) was the dominant cost of highlighting, yet only a few tokens per document can equal
+one of the terms its queries ask for. This kernel finds the word tokens of the whole
+content buffer with a few whole-array numpy passes and keeps only the *candidates*:
+
+* every token holding a non-ASCII character (Unicode lower-casing can change its length
+  or map it onto an ASCII term, e.g. the Kelvin sign), and
+* every ASCII token whose key, ``(document, byte length, first 8 bytes ASCII-lowered)``,
+  hashes into a slot of a table filled with the same keys of the document's ASCII
+  terms.
+
+The filter is conservative by construction: an ASCII token equal to a term (ignoring
+case) has the term's key, so it is never dropped; hash collisions only let extra tokens
+through, and the exact join on lower-cased text that follows removes them. Offsets are
+characters, as in :func:`ragframe._tokenizer.tokenize`, and the tokens are the same.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from ragframe import schema as c
+from ragframe._arrow import Buffer, content_buffer, strings
+from ragframe.fetch._tokenize import (
+    IDEOGRAPH,
+    NON_WORD,
+    RUN,
+    Ints,
+    char_width,
+    chars,
+    classes,
+    code_points,
+)
+
+TERMS = c.TMP + "doc_terms"
+
+_U64 = npt.NDArray[np.uint64]
+_FOLD = np.uint64(0x2020202020202020)
+"""OR-ing 0x20 folds ASCII case and is one-to-one on ASCII word bytes (``_`` -> DEL)."""
+_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [2**64 - 1], dtype=np.uint64)
+"""``_MASKS[n]`` keeps the first ``n`` bytes of a little-endian 8-byte word."""
+_MUL = np.uint64(0x9E3779B97F4A7C15)
+_MUL_LEN = np.uint64(0xC2B2AE3D27D4EB4F)
+_DOC_SHIFT = 24
+BLOCK_BYTES = 1 << 21
+"""Keys mix ``doc << 24 | length``: lengths of 2**24 bytes or more may collide (safe)."""
+
+
+def _split(starts: Ints, ends: Ints, cuts: Ints) -> tuple[Ints, Ints]:
+    """Split the runs ``starts[i]:ends[i]`` at the sorted, distinct byte ``cuts``."""
+    run = np.maximum(np.searchsorted(starts, cuts, side="right") - 1, 0)
+    cuts = cuts[(cuts > starts[run]) & (cuts < ends[run])] if starts.size else cuts[:0]
+    if not cuts.size:
+        return starts, ends
+    starts = np.insert(starts, np.searchsorted(starts, cuts), cuts)
+    ends = np.insert(ends, np.searchsorted(ends, cuts), cuts)
+    return starts, ends
+
+
+def _word_flags(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
+    """Whether each byte is ``[0-9A-Za-z_]``, with a False byte before and after."""
+    flags = np.zeros(data.size + 2, dtype=bool)
+    word = flags[1:-1]
+    scratch = data | np.uint8(0x20)
+    scratch -= np.uint8(ord("a"))
+    np.less(scratch, 26, out=word)
+    np.subtract(data, np.uint8(ord("0")), out=scratch)
+    word |= scratch < 10
+    word |= data == ord("_")
+    return flags
+
+
+def word_tokens(buf: Buffer) -> tuple[Ints, Ints]:
+    """Byte start and end (exclusive) of every word token of every document.
+
+    ASCII bytes are classified by whole-buffer arithmetic; the few multi-byte characters
+    are decoded and classified apart. Word runs come from one comparison of neighbours;
+    they are then cut at document edges and around each ideograph (one token per
+    character).
+    """
+    data = buf.data
+    flags = _word_flags(data)
+    cuts = np.unique(buf.doc_bytes[1:-1])
+    if buf.lead.size:
+        kind = classes()[code_points(data, buf.lead)]
+        flags[buf.lead + 1] = kind != NON_WORD
+        owner = buf.lead[np.searchsorted(buf.lead, buf.cont_at, side="right") - 1]
+        flags[buf.cont_at + 1] = flags[owner + 1]
+        ideo = buf.lead[kind == IDEOGRAPH]
+        cuts = np.union1d(cuts, np.concatenate([ideo, ideo + char_width(data[ideo])]))
+    edges = np.flatnonzero(np.not_equal(flags[1:], flags[:-1]))  # alternate start, end
+    return _split(edges[0::2], edges[1::2], cuts.astype(np.int64))
+
+
+def _keys(data: npt.NDArray[np.uint8], starts: Ints, lengths: Ints, mix: _U64) -> _U64:
+    """Hash of (document, byte length, first 8 bytes case-folded) of each ASCII word at
+    the sorted byte ``starts``; ``mix`` holds ``document << 24`` and is overwritten."""
+    if data.size < 8:
+        data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
+    words: _U64 = np.ndarray((data.size - 7,), dtype="<u8", buffer=data, strides=(1,))
+    safe = int(np.searchsorted(starts, data.size - 8, side="right"))
+    key = np.empty(starts.size, dtype=np.uint64)
+    np.take(words, starts[:safe], out=key[:safe])
+    if safe < starts.size:  # the last 7 bytes: read them from a padded copy
+        tail = np.concatenate([data[-8:], np.zeros(8, dtype=np.uint8)])
+        ends = np.ndarray((9,), dtype="<u8", buffer=tail, strides=(1,))
+        key[safe:] = ends[starts[safe:] - (data.size - 8)]
+    key |= _FOLD
+    key &= _MASKS.take(np.minimum(lengths, 8))
+    key *= _MUL
+    mix |= lengths.view(np.uint64)
+    mix *= _MUL_LEN
+    key ^= mix
+    return key
+
+
+def _doc_mix(counts: Ints, first: int) -> _U64:
+    """``document << 24`` for each of ``counts[d]`` items of each document ``d``."""
+    docs = (np.arange(first, first + counts.size, dtype=np.int64) << _DOC_SHIFT).view(np.uint64)
+    return np.repeat(docs, counts)
+
+
+def _term_table(terms: pl.Series) -> tuple[npt.NDArray[np.bool_], int]:
+    """A slot table marking the hashed keys of each document's ASCII terms (``terms``:
+    one list of lower-cased terms per document), and its size in bits."""
+    values = terms.explode()
+    ascii_ = (values.is_not_null() & ~values.str.contains(r"[^\x00-\x7F]")).to_numpy()
+    mix = _doc_mix(terms.list.len().fill_null(0).to_numpy().astype(np.int64), 0)[ascii_]
+    buf = content_buffer(values.filter(ascii_))
+    keys = _keys(buf.data, buf.doc_bytes[:-1], np.diff(buf.doc_bytes), mix)
+    bits = int(np.clip(np.ceil(np.log2(max(keys.size, 1) * 64)), 12, 26))
+    table = np.zeros(1 << bits, dtype=bool)
+    table[(keys >> np.uint64(64 - bits)).view(np.int64)] = True
+    return table, bits
+
+
+def _block_candidates(
+    docs: pl.DataFrame, first: int, table: npt.NDArray[np.bool_], bits: int
+) -> pl.DataFrame:
+    """:func:`candidate_tokens` of the rows ``first, first + 1, ...`` of the frame."""
+    buf = content_buffer(docs[c.CONTENT])
+    starts, ends = word_tokens(buf)
+    lengths = ends - starts
+    counts = np.diff(np.searchsorted(starts, buf.doc_bytes))
+    slot = _keys(buf.data, starts, lengths, _doc_mix(counts, first))
+    slot >>= np.uint64(64 - bits)
+    keep = table[slot.view(np.int64)]
+    if buf.lead.size and starts.size:  # tokens holding a multi-byte character: all kept
+        run = np.searchsorted(starts, buf.lead, side="right") - 1
+        keep[run[(run >= 0) & (buf.lead < ends[np.maximum(run, 0)])]] = True
+    kept = np.flatnonzero(keep)
+    starts, ends = starts[kept], ends[kept]
+    doc = np.searchsorted(buf.doc_bytes, starts, side="right") - 1
+    first_char = chars(buf.doc_bytes, buf.cont_at)[doc]
+    return pl.DataFrame(
+        {
+            c.DOC_ID: docs[c.DOC_ID].gather(doc),
+            RUN: strings(buf.data, starts, ends - starts),
+            "start": chars(starts, buf.cont_at) - first_char,
+            "end": chars(ends, buf.cont_at) - first_char,
+        },
+        schema=candidate_schema(docs.schema[c.DOC_ID]),
+    )
+
+
+def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
+    """``doc_id, __rf_run, start, end``: the word tokens that may equal a term.
+
+    ``docs`` holds ``doc_id``, ``content`` (no nulls) and ``__rf_doc_terms`` (the
+    lower-cased terms asked for in the document). Token text is as in the document.
+    The content is processed in blocks of whole documents of about ``BLOCK_BYTES``, so
+    that the kernel's whole-array temporaries stay in the CPU cache.
+    """
+    if docs.height == 0:
+        return pl.DataFrame(schema=candidate_schema(docs.schema[c.DOC_ID]))
+    table, bits = _term_table(docs[TERMS])
+    sizes = np.cumsum(docs[c.CONTENT].str.len_bytes().to_numpy().astype(np.int64))
+    marks = np.searchsorted(sizes, np.arange(BLOCK_BYTES, sizes[-1], BLOCK_BYTES), side="right")
+    rows = np.unique(np.concatenate([[0], marks, [docs.height]])).tolist()
+    return pl.concat(
+        _block_candidates(docs.slice(lo, hi - lo), lo, table, bits) for lo, hi in pairwise(rows)
+    )
+
+
+def candidate_schema(id_type: pl.DataType) -> dict[str, pl.DataType]:
+    """The columns :func:`candidate_tokens` returns."""
+    return {c.DOC_ID: id_type, RUN: pl.String(), "start": pl.Int64(), "end": pl.Int64()}

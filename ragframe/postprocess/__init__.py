@@ -1,0 +1,111 @@
+"""postprocess: chunk post-processing for every query at once (SPEC section 1, seed
+``RagChunkPostProcessor``), one lazy Polars plan.
+
+Where each rule of SPEC section 1 lives:
+
+====================================  ===================================================
+Input columns, aliases, chunk store   :mod:`._inputs` (schema checks, ``doc_id`` alias,
+                                      store join and dedupe)
+Parameters                            :mod:`._config` (:class:`PostprocessConfig`)
+1. ranking score, 2. order            :mod:`._select` (``_ranked``)
+3. distinct top-K                     :mod:`._select` (reach, text join, two passes);
+                                      kernel :mod:`._kernels._walk`, containment
+                                      :mod:`._kernels._contains`
+4. adaptive threshold                 :mod:`._select` (``threshold_expr``);
+                                      the formula also in :mod:`._config`
+5. sort and group                     :mod:`._merge` (``merge_order``); in-query sort
+                                      :mod:`._kernels._order`
+6. merge, block size cap              :mod:`._merge` (wrapper); kernel
+                                      :mod:`._kernels._merge`
+7. remove_overlap                     :mod:`._kernels._overlap` (on UTF-8 helpers of
+                                      :mod:`._kernels._text`)
+8. block fields                       :mod:`._kernels._merge` and :mod:`._merge`
+9. order blocks                       :mod:`._merge` (``_rule9_order``)
+10. budget, truncation                :mod:`._budget`
+====================================  ===================================================
+
+Compiled kernels and their cache: :mod:`._kernels` (see its docstring).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ragframe import schema as c
+from ragframe.postprocess import _inputs, _merge, _select
+from ragframe.postprocess._budget import budget
+from ragframe.postprocess._config import OverlapMode, PostprocessConfig
+from ragframe.postprocess._select import ROW
+from ragframe.schema import Frame, to_lazy
+
+__all__ = ["OverlapMode", "PostprocessConfig", "postprocess"]
+
+
+def postprocess(
+    candidates: Frame, config: PostprocessConfig | None = None, *, chunks: Frame | None = None
+) -> pl.LazyFrame:
+    """Turn retrieved chunks into context blocks, for every query at once.
+
+    Per query (``query_id``): distinct top-K by ranking score, the adaptive similarity
+    threshold, sort and group by document, merge adjacent chunks removing the overlap
+    they share, cap block size, then the block and character budgets -- exactly as the
+    seed ``RagChunkPostProcessor`` (SPEC section 1), as one lazy Polars plan.
+
+    Args:
+        candidates: one row per retrieved chunk: ``query_id`` (int or string, never
+            null), ``entity_id`` or its alias ``doc_id`` (int or string; null = no
+            entity), ``chunk_index`` (int; null = 0), ``similarity`` (number; null =
+            0.0), ``text`` (string; null = "", optional when ``chunks`` is given),
+            optional ``entity_type`` (string) and ``rerank_score`` (number). Any other
+            column is passed through from the first chunk of each block. Row order is
+            the tie-break. A polars DataFrame/LazyFrame or a pyarrow Table.
+        config: the parameters; defaults to ``PostprocessConfig()``.
+        chunks: optional chunk store ``(entity_id|doc_id, chunk_index, text)``; its text
+            is joined only to the candidates that need it (late materialization). The
+            first row wins where a key repeats.
+
+    Returns:
+        A LazyFrame with one row per block, sorted by ``query_id`` then ``block_rank``:
+        ``query_id, block_rank, entity_type, entity_id, start_chunk_index,
+        end_chunk_index, text, max_similarity, avg_similarity, source_chunk_count,
+        rerank_score, ranking_score, char_count, truncated, chunk_indexes`` and the
+        passthrough columns. ``entity_type``/``entity_id`` are the group key: null
+        becomes "" and 0 ("" for string ids). Lengths are Unicode code points.
+
+    Raises:
+        SchemaError: a required column is missing or has the wrong type (at once).
+        DataError: null ``query_id``, NaN or infinite scores (when collected).
+
+    Example:
+        >>> import polars as pl
+        >>> rows = pl.DataFrame({
+        ...     "query_id": [1, 1], "entity_id": [7, 7], "chunk_index": [0, 1],
+        ...     "text": ["Intro text before. Shared overlap phrase for removal",
+        ...              "Shared overlap phrase for removal and unique second."],
+        ...     "similarity": [0.9, 0.8]})
+        >>> postprocess(rows).collect()["text"].to_list()
+        ['Intro text before. Shared overlap phrase for removal and unique second.']
+    """
+    config = config or PostprocessConfig()
+    offsets = config.overlap == "offsets"
+    given = to_lazy(candidates, "candidates")
+    typed = c.ENTITY_TYPE in given.collect_schema()  # else every type is null
+    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets)
+    schema = lf.collect_schema()
+    if chunks is None:
+        side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())]
+        texts = lf.select(ROW, *side).cache()  # both walk passes join it
+        on: tuple[list[pl.Expr], list[str]] = ([pl.col(ROW)], [ROW])
+    else:
+        store, key, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
+        texts, on = store.cache(), (key, names)  # cached: both walk passes join it
+    zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
+    known = [name for name in _inputs.KNOWN if name in schema]
+    row = [ROW] if chunks is None else []  # the key of inline text
+    slim = lf.select(*row, *known, *passthrough)  # passthrough rides along
+    kept = _select.kept_chunks(
+        slim, texts, on, zero, config.top_k, config.min_similarity, typed, _inputs.absent(schema)
+    )
+    cap = config.max_merged_block_characters
+    blocks = _merge.blocks(kept, config.max_chunk_gap, cap, config.overlap, passthrough, typed)
+    return budget(blocks, config, passthrough)

@@ -1,0 +1,64 @@
+"""Rule 10, the budget: take blocks in rule 9's order up to ``max_blocks`` and
+``max_characters``; the first block alone may be truncated, exactly as the seed cuts
+(SPEC 1, rule 10)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ragframe import schema as c
+from ragframe.postprocess import _merge
+from ragframe.postprocess._config import PostprocessConfig
+
+JAVA_WHITESPACE: frozenset[str] = frozenset(
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2008\u2009\u200a"
+    "\u2028\u2029\u205f\u3000"
+)
+"""Characters for which Java's ``Character.isWhitespace`` is true: the ASCII controls
+``\\t \\n \\x0B \\f \\r \\x1C-\\x1F``, the space, and the Unicode space, line and
+paragraph separators except the no-break spaces U+00A0, U+2007, U+202F."""
+TRIM_CHARS = "".join(chr(code) for code in range(0x21))
+"""Characters ``String.trim()`` strips: U+0000 to U+0020."""
+TRUNCATE_LOOKBACK = 79
+"""Positions before a cut searched for whitespace when a block is truncated."""
+
+_WS_CLASS = "".join(f"\\x{{{ord(ch):04X}}}" for ch in sorted(JAVA_WHITESPACE))
+
+
+def _truncate_expr(text: pl.Expr, limit: int) -> pl.Expr:
+    """Rule 10's cut: at ``limit``, or at the last whitespace in the 79 positions
+    before it; then Java-trim."""
+    window = text.str.slice(
+        max(0, limit - TRUNCATE_LOOKBACK), limit - max(0, limit - TRUNCATE_LOOKBACK)
+    )
+    after = window.str.extract(f"[{_WS_CLASS}]([^{_WS_CLASS}]*)$", 1)
+    cut = pl.when(after.is_null()).then(limit).otherwise(limit - 1 - after.str.len_chars())
+    return text.str.slice(0, cut).str.strip_chars(TRIM_CHARS)
+
+
+def budget(blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]) -> pl.LazyFrame:
+    """Rule 10 on blocks in rule 9's order, with their ``block_rank`` and running length
+    (as :func:`ragframe.postprocess._merge.blocks` gives them): the block and character budgets."""
+    length = pl.col(_merge.CHARS)
+    rank = pl.col(c.BLOCK_RANK)
+    fits = (rank < config.max_blocks) & (
+        (pl.col(_merge.TOTAL) <= config.max_characters) | (rank == 0)
+    )
+    truncated = length > config.max_characters
+    # only the rare truncated block pays for the cut: every other row cuts ""
+    cut = _truncate_expr(
+        pl.when(truncated).then(c.TEXT).otherwise(pl.lit("")), config.max_characters
+    )
+    return (
+        blocks.filter(fits)
+        .with_columns(pl.when(truncated).then(cut).otherwise(c.TEXT).alias(c.TEXT))
+        .with_columns(
+            truncated.alias(c.TRUNCATED),
+            pl.when(truncated)
+            .then(pl.col(c.TEXT).str.len_chars().cast(pl.Int64))
+            .otherwise(length)
+            .alias(c.CHAR_COUNT),
+        )
+        .select(*c.BLOCK_COLUMNS, *passthrough)
+    )

@@ -1,0 +1,65 @@
+"""``PostprocessConfig``: the seed's parameters, validated (SPEC 1, "Parameters"), and
+rule 4's threshold formula as the seed writes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ragframe._validate import check_int, check_unit_float
+from ragframe.errors import ConfigError
+
+OverlapMode = Literal["text", "offsets"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PostprocessConfig:
+    """Parameters of :func:`ragframe.postprocess` (the seed's names and meaning).
+
+    Args:
+        top_k: chunks selected per query by ranking score, after removing repeats (>= 1).
+        min_similarity: base of the adaptive similarity threshold (0..1).
+        max_chunk_gap: largest chunk-index gap merged into one block (>= 0; 1 means
+            adjacent chunks only).
+        max_blocks: blocks kept per query (>= 1).
+        max_characters: total characters kept per query (>= 1).
+        max_merged_block_characters: largest merged block, in characters (>= 1).
+        overlap: ``"text"`` (the seed: remove overlap by matching normalized text) or
+            ``"offsets"`` (opt-in: remove it exactly by ``start_char``/``end_char``).
+
+    Raises:
+        ConfigError: a parameter is out of range or of the wrong type.
+
+    Example:
+        >>> PostprocessConfig(top_k=5, max_blocks=3).top_k
+        5
+    """
+
+    top_k: int = 10
+    min_similarity: float = 0.3
+    max_chunk_gap: int = 1
+    max_blocks: int = 5
+    max_characters: int = 8000
+    max_merged_block_characters: int = 2000
+    overlap: OverlapMode = "text"
+
+    def __post_init__(self) -> None:
+        check_int("top_k", self.top_k, 1)
+        check_unit_float("min_similarity", self.min_similarity)
+        check_int("max_chunk_gap", self.max_chunk_gap, 0)
+        check_int("max_blocks", self.max_blocks, 1)
+        check_int("max_characters", self.max_characters, 1)
+        check_int("max_merged_block_characters", self.max_merged_block_characters, 1)
+        if self.overlap not in ("text", "offsets"):
+            raise ConfigError(f"overlap must be 'text' or 'offsets', got {self.overlap!r}")
+
+    def threshold(self, selected: int) -> float:
+        """The seed's adaptive similarity threshold for ``selected`` chunks."""
+        m, k = float(self.min_similarity), self.top_k
+        if selected <= 1:
+            t = 0.6 * m
+        elif selected >= k:
+            t = 1.2 * m
+        else:
+            t = m * (0.6 + 0.6 * (selected - 1) / (k - 1))
+        return min(1.0, max(0.0, t))

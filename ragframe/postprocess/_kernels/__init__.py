@@ -1,0 +1,30 @@
+"""The compiled kernels of ``postprocess``, one file per family (numba).
+
+Why kernels: the distinct top-K walk and the block merge test text against text
+(word-bounded containment of normalized chunks; "the largest L such that the last L
+normalized characters of one text equal the first L of another"), which no Polars
+expression does, and the merge is a running sum with resets (the block size cap) whose
+increments depend on the block text built so far. Each kernel is one linear pass over
+whole columns' Arrow buffers (UTF-8 bytes read in place) for every query at once,
+compiled to machine code; nothing runs per row in Python. Normalized text is never
+materialized: the kernels normalize the few texts a test needs into small scratch
+buffers.
+
+============  ==========================================================================
+file          family
+============  ==========================================================================
+_compile      the numba decorators and the on-disk cache (keyed on these sources)
+_buffers      reading Arrow bytes in place: pointers, a row's bytes, prefetching
+_text         UTF-8: code points, Java whitespace, rule 7's normalization on the fly
+_contains     rule 3's word-bounded containment
+_walk         rule 3's distinct top-K walk
+_overlap      rule 7's ``remove_overlap`` (overlap length, the seed's position walk)
+_merge        rules 6-8: the block merge and block statistics
+_order        a stable sort within each query (rules 5 and 9)
+_parts        running a kernel on all CPUs, parts of whole queries or groups
+============  ==========================================================================
+
+Kernel files import nothing from ragframe outside this package except
+:mod:`ragframe._arrow` (read at run time, never compiled): everything compiled is in
+these files, so the cache key, a hash of them, sees every change.
+"""

@@ -1,0 +1,287 @@
+"""Rule 7, ``remove_overlap``: the seed's overlap length L between a block's text and
+the next chunk (the largest L >= 20 such that the block's last L normalized characters
+are the chunk's first L), and the seed's walk over the raw chunk to where the appended
+text starts. Also the ``overlap="offsets"`` cut."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragframe.postprocess._kernels._compile import I64, U8, compiled, inline
+from ragframe.postprocess._kernels._text import (
+    code_points,
+    collapsible,
+    collapsible_u8,
+    decode,
+    failure,
+    java_whitespace,
+    lead,
+    normalize,
+    normalized_length,
+    normalized_tail,
+    same,
+    step,
+    step_back,
+    trimmed,
+)
+
+MIN_OVERLAP = 20
+"""Shortest overlap ``remove_overlap`` looks for, in normalized characters (SPEC 1,
+rule 7)."""
+
+
+@inline
+def _skip_java_whitespace(data: U8, pos: int, end: int) -> tuple[int, int]:
+    """Skip the Java whitespace at ``data[pos:end]``: the position after it and the code
+    points skipped."""
+    skipped = 0
+    while pos < end:
+        cp, nxt = decode(data, pos)
+        if not java_whitespace(cp):
+            break
+        pos = nxt
+        skipped += 1
+    return pos, skipped
+
+
+@compiled
+def _skip_units(data: U8, start: int, end: int, units: int) -> tuple[int, int]:
+    """The seed's walk: skip leading Java whitespace, then ``units`` characters, a
+    whitespace run counting as one. Returns the byte position and code points skipped."""
+    pos, skipped = _skip_java_whitespace(data, start, end)
+    for _ in range(units):
+        if pos >= end:
+            break
+        cp, pos = decode(data, pos)
+        skipped += 1
+        if java_whitespace(cp):  # the rest of the run counts with it
+            pos, more = _skip_java_whitespace(data, pos, end)
+            skipped += more
+    return pos, skipped
+
+
+@compiled
+def _overlap_units(out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, budget: int) -> int:
+    """The seed's overlap length L (code points, 0: none) between the normalized block
+    text ``out[b0:b1]`` and chunk ``data[t0:t1]``, comparing on the fly.
+
+    The block's normalized tail is read backwards, nearest the end first, so the last
+    match is the longest; a place is compared in full only where its next 8 normalized
+    bytes equal the chunk's first 8 (kept packed in one integer). -1: over ``budget``.
+    """
+    e0, e1 = trimmed(out, b0, b1)
+    x0, x1 = trimmed(data, t0, t1)
+    if e1 == e0 or x1 == x0:
+        return 0
+    limit = normalized_length(data, x0, x1)
+    if limit < MIN_OVERLAP:
+        return 0
+    tail = max(e0, e1 - limit)
+    if limit == x1 - x0 and normalized_length(out, tail, e1) == e1 - tail:
+        # no whitespace run in the chunk or in the block's last ``limit`` bytes, so
+        # normalized and raw positions agree: compare raw bytes, runs mapped to " "
+        return _overlap_plain(out[tail:e1], data[x0:x1], budget)
+    eight = np.uint64(8)
+    head = np.uint64(0)
+    pos = x0
+    for i in range(8):  # limit >= MIN_OVERLAP > 8
+        v, pos = step(data, pos, x1)
+        head |= np.uint64(v) << np.uint64(8 * i)
+    window = np.uint64(0)
+    best = 0
+    q = e1
+    distance = 0  # normalized bytes from q to the end of the block text
+    work = 0
+    while q > e0 and distance < limit:
+        v, q = step_back(out, q, e0)
+        window = (window << eight) | np.uint64(v)
+        distance += 1
+        if distance >= MIN_OVERLAP and window == head:
+            after, units = same(out, q, e1, data, x0, x1, distance)
+            work += distance
+            if after >= 0:
+                best = units
+            if work > budget:
+                return -1
+    return best if best >= MIN_OVERLAP else 0
+
+
+@inline
+def _space(b: int) -> np.uint64:
+    """A raw byte as normalization reads it where no run is longer than one byte."""
+    return np.uint64(32) if collapsible(b) else np.uint64(b)
+
+
+@inline
+def _places(
+    a0: U8,
+    a1: U8,
+    a2: U8,
+    a3: U8,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    any1: bool,
+    any2: bool,
+    any3: bool,
+) -> int:
+    """How many places ``i`` have ``a0[i] == c0`` and ``ak[i] == ck`` (or ``anyk``) for
+    k = 1, 2, 3: the four byte columns of consecutive places. A loop from 0 over slices,
+    which the compiler vectorizes."""
+    hits = np.int64(0)
+    for i in range(len(a0)):
+        hits += np.int64(
+            np.uint8(a0[i] == c0)
+            & (np.uint8(a1[i] == c1) | np.uint8(any1))
+            & (np.uint8(a2[i] == c2) | np.uint8(any2))
+            & (np.uint8(a3[i] == c3) | np.uint8(any3))
+        )
+    return int(hits)
+
+
+PLACES = 32
+"""Places the plain overlap search filters at once."""
+VERIFY_FIRST = 16
+"""Bytes of a place the plain overlap search compares one by one before the rest."""
+
+
+@inline
+def _differing(a: U8, b: U8) -> int:
+    """How many places of ``a`` and ``b`` (same length) differ as normalization reads
+    them where no run is longer than one byte (a whitespace byte is a space)."""
+    bad = np.int64(0)
+    for i in range(len(a)):
+        x, y = a[i], b[i]
+        both = collapsible_u8(x) & collapsible_u8(y)
+        bad += np.int64(np.uint8(x != y) & ~both)
+    return int(bad)
+
+
+@compiled
+def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
+    """:func:`_overlap_units` where raw bytes are normalized bytes (no whitespace run
+    in ``tail``, the block's last bytes, or in ``chunk``; both trimmed): the earliest
+    place in ``tail`` whose rest is a prefix of ``chunk`` gives the longest overlap.
+
+    A place is compared only where its first four bytes equal the chunk's (a chunk
+    byte <= 0x20 there matches anything: whitespace of any kind normalizes to a
+    space); :func:`_places` tells, :data:`PLACES` places at a time, whether any does.
+    A place that passes is compared :data:`VERIFY_FIRST` bytes one by one, then the
+    rest at once (:func:`_differing`)."""
+    n, m = len(tail), len(chunk)
+    lo, hi = max(0, n - m), n - MIN_OVERLAP + 1  # places: MIN_OVERLAP bytes from each
+    c0, c1, c2, c3 = chunk[0], chunk[1], chunk[2], chunk[3]  # c0: no whitespace (trimmed)
+    any1, any2, any3 = c1 <= 32, c2 <= 32, c3 <= 32
+    work = 0
+    base = lo
+    while base < hi:
+        end = min(base + PLACES, hi)
+        a0, a1, a2 = tail[base:end], tail[base + 1 : end + 1], tail[base + 2 : end + 2]
+        a3 = tail[base + 3 : end + 3]
+        if _places(a0, a1, a2, a3, c0, c1, c2, c3, any1, any2, any3) > 0:
+            for q in range(base, end):
+                if tail[q] != c0:
+                    continue
+                distance = n - q  # >= MIN_OVERLAP > VERIFY_FIRST
+                j = 1
+                while j < VERIFY_FIRST and _space(tail[q + j]) == _space(chunk[j]):
+                    j += 1
+                if j == VERIFY_FIRST:  # the rest at once, in a vectorized loop
+                    rest = tail[q + VERIFY_FIRST : n], chunk[VERIFY_FIRST:distance]
+                    if _differing(rest[0], rest[1]) == 0:
+                        units = code_points(chunk, 0, distance)
+                        return units if units >= MIN_OVERLAP else 0
+                    j = distance
+                work += j
+                if work > budget:
+                    return -1
+        base = end
+    return 0
+
+
+@inline
+def _ascii_whitespace(b: int) -> np.uint8:
+    """1 for an ASCII byte Java calls whitespace (``[\\t\\n\\x0B\\f\\r\\x1C-\\x20]``)."""
+    return collapsible_u8(b) | np.uint8(np.uint8(b - np.uint8(28)) < np.uint8(4))
+
+
+@compiled
+def _skip_plain(data: U8, start: int, end: int, units: int) -> int:
+    """:func:`_skip_units` where the answer is plain: the byte position after ``units``
+    characters from ``start`` when they are ASCII, the first is no Java whitespace and
+    no whitespace among them is followed by whitespace or a non-ASCII byte (no run to
+    skip, no leading whitespace: one byte per character); -1 otherwise."""
+    stop = start + units
+    if stop >= end or units == 0:
+        return -1
+    a, b = data[start:stop], data[start + 1 : stop + 1]
+    bad = np.int64(_ascii_whitespace(data[start]))
+    for i in range(len(a)):
+        after = _ascii_whitespace(b[i]) | np.uint8(b[i] >= 128)  # may start a run
+        bad += np.int64(np.uint8(a[i] >= 128) | (_ascii_whitespace(a[i]) & after))
+    return stop if bad == 0 else -1
+
+
+@compiled
+def overlap_cut(
+    out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, nxt: U8, tail: U8, fail: I64
+) -> tuple[int, int]:
+    """``remove_overlap(out[b0:b1], data[t0:t1])`` (both non-empty): the byte position
+    in the chunk where the appended text starts, and the code points skipped; (-1, 0)
+    when no overlap is found (the seed appends "\n" + the whole chunk)."""
+    units = _overlap_units(out, b0, b1, data, t0, t1, 16 * (t1 - t0) + 256)
+    if units < 0:  # pathological text: normalize both, then a linear-time search
+        units = _overlap_kmp(out, b0, b1, data, t0, t1, nxt, tail, fail)
+    if units == 0:
+        return -1, 0
+    stop = _skip_plain(data, t0, t1, units)
+    if stop >= 0:
+        return stop, units
+    return _skip_units(data, t0, t1, units)
+
+
+@compiled
+def _overlap_kmp(
+    out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, nxt: U8, tail: U8, fail: I64
+) -> int:
+    """:func:`_overlap_units` by normalizing both texts and Knuth-Morris-Pratt."""
+    nx = normalize(data, t0, t1, nxt)
+    if nx < MIN_OVERLAP:
+        return 0
+    ne = normalized_tail(out, b0, b1, nx, tail)
+    if ne < MIN_OVERLAP:
+        return 0
+    failure(nxt, nx, fail)
+    q = 0
+    for i in range(nx - ne, nx):
+        b = tail[i]
+        while q > 0 and b != nxt[q]:
+            q = fail[q - 1]
+        if b == nxt[q]:
+            q += 1
+        if q == nx and i + 1 < nx:
+            q = fail[q - 1]
+    # q: the longest prefix of the chunk that the block ends with, in bytes
+    units = code_points(nxt, 0, q)
+    return units if units >= MIN_OVERLAP else 0
+
+
+@compiled
+def offsets_cut(
+    data: U8, t0: int, t1: int, start: int, end: int, block_end: int
+) -> tuple[int, int]:
+    """``overlap="offsets"``: where the appended text starts (-1: "\\n" + the chunk)."""
+    if end <= block_end:
+        return t1, code_points(data, t0, t1)
+    if start <= block_end:
+        units = block_end - start
+        pos = t0
+        skipped = 0
+        while pos < t1 and skipped < units:
+            pos += 1
+            while pos < t1 and not lead(data[pos]):
+                pos += 1
+            skipped += 1
+        return pos, skipped
+    return -1, 0

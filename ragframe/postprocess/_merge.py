@@ -1,0 +1,275 @@
+"""Merge half of ``postprocess``: sort, group, remove overlap, build and order blocks.
+
+SPEC 1, rules 5-9. The merge order (rule 5) is a compiled sort within each query
+(:func:`merge_order`); the merge itself
+(overlap removal against the block text built so far, and the size cap, a running sum
+with resets) runs in one compiled pass over every group
+(:func:`ragframe.postprocess._kernels._merge.merge`),
+reading each chunk's text in place through that order. The kernel's wrapper then
+orders each query's blocks (rule 9) with whole-column operations, so no frame that
+carries text is ever sorted (the streaming engine copies every string it sorts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+import pyarrow as pa
+
+from ragframe import schema as c
+from ragframe._arrow import strings
+from ragframe.postprocess._kernels._compile import F64, I64, Bools
+from ragframe.postprocess._kernels._merge import merge
+from ragframe.postprocess._kernels._order import ordered_in_segments
+from ragframe.postprocess._select import ENTITY, RANK, SIM, TYPE
+from ragframe.schema import TMP
+
+TOTAL = f"{TMP}total"
+"""The running length of a query's blocks, up to and with this one (rule 10)."""
+_KERNEL = f"{TMP}kernel"
+CHARS = f"{TMP}chars"
+"""A block's length in code points."""
+
+_STATS: dict[str, pl.DataType | type[pl.DataType]] = {
+    c.END_CHUNK_INDEX: pl.Int64,
+    c.TEXT: pl.String,
+    CHARS: pl.Int64,
+    c.MAX_SIMILARITY: pl.Float64,
+    c.AVG_SIMILARITY: pl.Float64,
+    c.SOURCE_CHUNK_COUNT: pl.Int64,
+    c.RERANK_SCORE: pl.Float64,
+    c.RANKING_SCORE: pl.Float64,
+    c.CHUNK_INDEXES: pl.List(pl.Int64),
+}
+"""What the merge kernel computes per block."""
+
+
+class MergeOrder(NamedTuple):
+    """Rows in merge order (:func:`merge_order`) and what the merge reads in that order."""
+
+    order: npt.NDArray[np.int64]
+    """The rows, in merge order."""
+    query_start: Bools
+    """Whether a row starts its query."""
+    group_start: Bools
+    """Whether a row starts its group (query, entity, type)."""
+    entity: npt.NDArray[np.int64]
+    """The entity's code (the entity, or its dense rank for strings)."""
+    chunk_index: npt.NDArray[np.int64]
+    rank: npt.NDArray[np.int64]
+
+
+def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
+    """Rule 5: the rows of ``parts`` (any order) in merge order: queries ascending, and
+    within each query by (entity, type, chunk index, rank), so each group's chunks
+    together, in (chunk index, ranking) order.
+
+    ``RANK``, a row's place in the whole ranking, puts the rows in (query, ranking)
+    order: one stable integer sort, near-linear when the rows are nearly in that order
+    already. The sequence of rule 5 then sorts each query's rows by (entity, chunk
+    index), ties in ranking order; a group's rows share its entity, so its first
+    appearance there is its row with the least (chunk index, rank), and groups appear
+    in (entity, that row) order. The order of groups matters only to rule 9's
+    tie-break (:func:`_rule9_order`). ``typed=False``: every type is "", so the type
+    is no key. String keys sort by their dense rank (Polars' string order); a query's
+    rows are few, so they are ordered by a compiled sort within each query.
+    """
+    rank = parts[RANK].to_numpy()
+    ranked = np.argsort(rank, kind="stable") if len(rank) else np.zeros(0, dtype=np.int64)
+    query = parts[c.QUERY_ID].gather(pl.Series(ranked))  # text would be costly to gather
+    if not query.is_sorted():  # RANK is a place in a ranking sorted by query
+        raise RuntimeError("internal error: ranks out of query order in the merge kernel")
+
+    def code(name: str) -> npt.NDArray[np.int64]:
+        column = parts[name]
+        if column.dtype == pl.String:
+            column = column.rank("dense")
+        return column.cast(pl.Int64).to_numpy()[ranked]
+
+    starts = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
+    group = [ENTITY, *([TYPE] if typed else [])]
+    keys = np.column_stack([code(name) for name in [*group, c.CHUNK_INDEX, RANK]])
+    keys = keys.astype(np.int64, copy=False).reshape(len(ranked), len(group) + 2)
+    within = ordered_in_segments(starts, keys)
+    keys = keys[within]  # queries stay where they are: ``starts`` still marks them
+    group_start = starts.copy()
+    for k in range(len(group)):
+        group_start[1:] |= keys[1:, k] != keys[:-1, k]
+    return MergeOrder(
+        ranked[within],
+        starts,
+        group_start,
+        keys[:, 0].copy(),
+        keys[:, -2].copy(),
+        keys[:, -1].copy(),
+    )
+
+
+def _rule9_order(
+    new_query: Bools,
+    score: F64,
+    chars: I64,
+    ties: tuple[I64, I64, I64] | None,
+) -> tuple[I64, I64, I64]:
+    """Rule 9 on blocks in merge order (queries ascending, then groups): the blocks
+    reordered within each query by ranking score (``score``), descending, ties in group
+    order, then block order; with each block's rank in its query (``block_rank``) and
+    the running length (``chars``) of its query's blocks up to it, which rule 10 needs.
+
+    Group order is rule 5's first appearance. Without types (``ties`` None) a group is
+    an entity, and merge order already has the groups in entity order; with types,
+    groups of one entity go by their first (rank, chunk index): ``ties`` holds, per
+    block, its group's first rank and chunk index and its entity's code.
+    Returns the order and, in it, each block's rank and running length.
+    """
+    keys = [_ascending(-score)]
+    if ties is not None:  # groups of one entity by first appearance (entities ascending)
+        first_rank, first_chunk, entity = ties
+        entities = (new_query | np.r_[True, entity[1:] != entity[:-1]]).cumsum()
+        keys += [entities, first_chunk, first_rank]
+    order = ordered_in_segments(new_query, np.column_stack(keys))  # stable: block order
+    row = np.arange(len(order), dtype=np.int64)
+    first = _segment_starts(new_query)  # queries stay where they were
+    running = np.cumsum(chars[order])
+    before = running - chars[order]
+    return order, row - first, running - before[first]
+
+
+def _ascending(values: F64) -> I64:
+    """Integers in the order of finite ``values``, -0.0 tying with 0.0 (the bits of a
+    double, negatives' magnitude bits flipped), so a compiled integer sort orders them."""
+    bits = (values + 0.0).view(np.int64)  # -0.0 + 0.0 is 0.0
+    return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+def _segment_starts(starts: Bools) -> I64:
+    """Per row, the row where its segment begins (``starts`` marks the first rows)."""
+    row = np.arange(len(starts), dtype=np.int64)
+    return np.maximum.accumulate(np.where(starts, row, 0)) if len(row) else row
+
+
+def _runs(firsts: I64, lengths: I64) -> I64:
+    """The rows of runs ``firsts[i]:firsts[i] + lengths[i]``, one run after another."""
+    ends = np.cumsum(lengths)
+    return np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(
+        ends - lengths - firsts, lengths
+    )
+
+
+def _merge_kernel(
+    max_gap: int, cap: int, by_offsets: bool, first: dict[str, str], typed: bool
+) -> Callable[[pl.Series], pl.Series]:
+    """Rules 5-9 over whole columns (see :func:`ragframe.postprocess._kernels._merge.merge`):
+    rows in any order (:func:`merge_order`). Numbers are gathered into merge order here;
+    the kernel reads each chunk's text in place through the order. Returns one row per
+    block, in rule 9's order (:func:`_rule9_order`): the block statistics, its
+    ``block_rank`` and running length and, renamed by ``first``, its first row's
+    columns."""
+
+    def kernel(batch: pl.Series) -> pl.Series:
+        parts = batch.struct.unnest()
+        rows_in = merge_order(parts, typed)
+        order = rows_in.order
+
+        def merged(name: str) -> npt.NDArray[Any]:  # nulls read as NaN
+            return parts[name].to_numpy()[order]
+
+        offs = (merged(c.START_CHAR), merged(c.END_CHAR)) if by_offsets else (None, None)
+        m = merge(
+            parts[c.TEXT],
+            order,
+            rows_in.group_start,
+            rows_in.chunk_index,
+            merged(SIM),
+            merged(c.RERANK_SCORE),
+            max_gap,
+            cap,
+            *offs,
+        )
+        firsts = np.flatnonzero(m.starts)  # each block's first row, in merge order
+        rerank = m.rerank[firsts]
+        score = np.where(np.isnan(rerank), m.max_similarity[firsts], rerank)
+        ties = None
+        if typed:  # each block's group's first row
+            group = _segment_starts(rows_in.group_start)[firsts]
+            ties = (rows_in.rank[group], rows_in.chunk_index[group], rows_in.entity[firsts])
+        ranked, block_rank, running = _rule9_order(
+            rows_in.query_start[firsts], score, m.chars[firsts], ties
+        )
+        rows = firsts[ranked]  # blocks in rule 9's order from here on
+        bounds = np.append(firsts, len(m.starts))  # blocks: runs of rows
+        lengths = np.diff(bounds)[ranked]
+        members = _runs(bounds[:-1][ranked], lengths)
+        heads = pl.Series(order[rows])
+        columns: dict[str, Any] = {
+            name: parts[column].gather(heads) for column, name in first.items()
+        }
+        count = m.chunk_count[rows]
+        blocks = pl.DataFrame(
+            {
+                **columns,
+                c.END_CHUNK_INDEX: m.end_chunk_index[rows],
+                c.TEXT: strings(m.buffer, m.begin[rows], m.size[rows]),
+                CHARS: m.chars[rows],
+                c.MAX_SIMILARITY: m.max_similarity[rows],
+                c.AVG_SIMILARITY: m.sum_similarity[rows] / count,
+                c.SOURCE_CHUNK_COUNT: count,
+                c.RERANK_SCORE: pl.Series(rerank[ranked]).fill_nan(None),
+                c.RANKING_SCORE: score[ranked],
+                c.CHUNK_INDEXES: pl.Series(
+                    pa.LargeListArray.from_arrays(
+                        pa.array(np.r_[0, np.cumsum(lengths)]),
+                        pa.array(rows_in.chunk_index[members]),
+                    )
+                ),
+                c.BLOCK_RANK: block_rank,
+                TOTAL: running,
+            }
+        )
+        return blocks.to_struct(batch.name)
+
+    return kernel
+
+
+def blocks(
+    kept: pl.LazyFrame,
+    max_gap: int,
+    cap: int,
+    overlap: str = "text",
+    passthrough: Sequence[str] = (),
+    typed: bool = True,
+) -> pl.LazyFrame:
+    """Rules 5-9: one row per block, queries ascending, each query's blocks in rule 9's
+    order (ranking score, descending; ties by group, then block: :func:`_rule9_order`).
+    ``kept`` rows in any order; their ``RANK`` (a place in the whole ranking) orders them.
+
+    The ``passthrough`` columns come from each block's first chunk.
+    """
+    by_offsets = overlap == "offsets"
+    offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
+    first = {
+        c.QUERY_ID: c.QUERY_ID,
+        TYPE: c.ENTITY_TYPE,
+        ENTITY: c.ENTITY_ID,
+        c.CHUNK_INDEX: c.START_CHUNK_INDEX,
+        **{name: name for name in passthrough},
+    }
+    schema = kept.collect_schema()
+    dtype = pl.Struct(
+        {
+            **{name: schema[column] for column, name in first.items()},
+            **_STATS,
+            c.BLOCK_RANK: pl.Int64,
+            TOTAL: pl.Int64,
+        }
+    )
+    columns = [c.TEXT, RANK, SIM, c.RERANK_SCORE, *offsets, *first]
+    inputs = pl.struct(*dict.fromkeys(columns))
+    kernel = inputs.map_batches(
+        _merge_kernel(max_gap, cap, by_offsets, first, typed), return_dtype=dtype
+    )
+    return kept.select(kernel.alias(_KERNEL)).unnest(_KERNEL)
