@@ -1,6 +1,8 @@
-"""Column names, in one place, and input checks shared by every stage.
+"""Every column name, in one place (inputs, outputs, strategy values, temporaries), and
+the input checks shared by every stage.
 
-Temporary columns use the private prefix :data:`TMP` and never leak into output.
+Temporary columns (``T_*``) use the private prefix :data:`TMP` and never leak into
+output; each name has one meaning wherever it is used.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe.errors import SchemaError, did_you_mean
-
-TMP = "__rf_"
 
 # candidates (postprocess input)
 QUERY_ID = "query_id"
@@ -64,12 +64,85 @@ CONTENT = "content"
 CONTENT_LENGTH = "content_length"
 STRATEGY = "strategy"
 PASSAGES = "passages"
+"""The chosen passages: a list of ``{start, end, score}``."""
 HIGHLIGHT = "highlight"
+"""The passages joined with "..." (also the ``highlight`` strategy's content)."""
+START = "start"
+END = "end"
+"""Character offsets of a passage (also of tokens, runs and fragments inside the
+highlighter's frames)."""
+SCORE = "score"
+
+# fetch strategy values (the ``strategy`` column)
+FULL = "full"
+HIGHLIGHTED = "highlight"
+TRUNCATED_FALLBACK = "truncated_fallback"
+STRATEGIES: tuple[str, ...] = (FULL, HIGHLIGHTED, TRUNCATED_FALLBACK)
 
 # window / chunk
 SECTION_INDEX = "section_index"
 TITLE = "title"
 WINDOW_INDEX = "window_index"
+
+# temporary columns, private to a plan
+TMP = "__rf_"
+"""The prefix of every temporary column; input columns may not use it."""
+T_ROW = TMP + "row"
+"""A row's number in its input (postprocess candidates, fetch requests)."""
+T_SIM = TMP + "sim"
+"""A candidate's similarity, null read as 0.0."""
+T_START = TMP + "start"
+"""Whether a row is its query's first in ranking order."""
+T_TYPE = TMP + "type"
+"""The group key's entity type (null read as "")."""
+T_ENTITY = TMP + "entity"
+"""The group key's entity (null read as 0 or "")."""
+T_RANK = TMP + "rank"
+"""A candidate's place in the whole ranking (queries ascending, then ranking order)."""
+T_SURE = TMP + "sure"
+T_HASH = TMP + "hash"
+T_HEAD = TMP + "head"
+"""Whether a candidate is among its query's first ones (the first walk)."""
+T_MORE = TMP + "more"
+"""Whether a query has candidates past the first walk's."""
+T_POSITION = TMP + "position"
+T_BASE = TMP + "base"
+T_WALK = TMP + "walk"
+T_SELECTED = TMP + "selected"
+T_COUNT = TMP + "count"
+T_BEST = TMP + "best"
+T_KEY = TMP + "key"
+"""The chunk store's (entity, chunk index) key as one column."""
+T_KERNEL = TMP + "kernel"
+T_TOTAL = TMP + "total"
+"""The running length of a query's blocks, up to and with this one (rule 10)."""
+T_CHARS = TMP + "chars"
+"""A block's length in code points."""
+T_TEXT = TMP + "text"
+T_LENGTH = TMP + "length"
+T_FULL_TEXT = TMP + "full_text"
+"""A document's sections rendered and joined."""
+T_FIRST_ROW = TMP + "first_row"
+T_CONTENT_LENGTH = TMP + "content_length"
+T_PLANNED = TMP + "planned"
+"""Whether a request is planned for highlighting."""
+T_PAIR = TMP + "pair"
+T_TOKEN = TMP + "token"
+T_TERM = TMP + "term"
+T_TERM_CODE = TMP + "term_code"
+T_FRAGMENT = TMP + "fragment"
+T_TEXTS = TMP + "texts"
+T_LAST = TMP + "last"
+T_DOC_TERMS = TMP + "doc_terms"
+T_RUN = TMP + "run"
+T_IS_WORD = TMP + "is_word"
+T_ORDER = TMP + "order"
+T_SENTENCE = TMP + "sentence"
+T_PIECE = TMP + "piece"
+T_FREQ = TMP + "freq"
+T_DOC_FREQ = TMP + "doc_freq"
+T_TRIM_START = TMP + "trim_start"
+T_TRIM_END = TMP + "trim_end"
 
 Frame = pl.DataFrame | pl.LazyFrame | pa.Table
 

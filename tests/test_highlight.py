@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ragframe import ConfigError, HighlightConfig, SchemaError, highlight
 from ragframe._arrow import content_buffer
 from ragframe.fetch._analysis import RUN_RUST, TOKEN_RUST
-from ragframe.fetch._terms import TERMS, candidate_tokens, word_tokens
+from ragframe.fetch._terms import candidate_tokens, word_tokens
 from ragframe.fetch._tokenize import tokenize
 from ragframe.reference._analysis import RUN as RUN_PY
 from ragframe.reference._analysis import TOKEN as TOKEN_PY
@@ -27,6 +27,7 @@ from ragframe.reference.fetch import (
     highlight_pair,
     reference_highlight,
 )
+from ragframe.schema import T_DOC_TERMS as TERMS
 from tests.longtext import documents, queries
 
 UNICODE_SAMPLE = "Héllo wörld 東京大学 ab_c 3.5 İSTANBUL ΟΔΟΣ ½ x\u0301y 😀ok ｶﾀｶﾅ ひらがな 𠀋x"

@@ -1,6 +1,6 @@
 """Fragment edges moved to boundary characters, and the fragments' text, for all pairs.
 
-Lucene's ``SimpleBoundaryScanner`` (rules in :mod:`ragframe.highlight`), as a numpy
+Lucene's ``SimpleBoundaryScanner`` (rules in :mod:`ragframe.fetch._highlight`), as a numpy
 kernel over the content column's UTF-8 buffer: character offsets are mapped to bytes
 with one binary search over the continuation bytes, the ``boundary_max_scan`` characters
 beside every edge are looked at one step at a time for *all* edges together (the Python
@@ -18,9 +18,7 @@ from ragframe import schema as c
 from ragframe._arrow import Buffer, content_buffer, strings
 from ragframe.fetch._tokenize import Ints, chars, code_points
 
-ORDER = c.TMP + "order"
-FRAGMENT = c.TMP + "fragment"
-SCHEMA = {ORDER: pl.UInt32, "start": pl.Int64, "end": pl.Int64, FRAGMENT: pl.String}
+SCHEMA = {c.T_ORDER: pl.UInt32, c.START: pl.Int64, c.END: pl.Int64, c.T_FRAGMENT: pl.String}
 
 
 class _Text:
@@ -83,18 +81,18 @@ def boundary_kernel(docs: pl.DataFrame, boundary_chars: str, scan: int) -> pl.Da
     """
     buf = content_buffer(docs[c.CONTENT])
     text = _Text(buf)
-    doc = np.repeat(np.arange(docs.height), docs[ORDER].list.len().to_numpy())
+    doc = np.repeat(np.arange(docs.height), docs[c.T_ORDER].list.len().to_numpy())
     first = chars(buf.doc_bytes, buf.cont_at)
     length = np.diff(first)[doc]
     first = first[doc]
-    start = docs["start"].explode().to_numpy().astype(np.int64)
-    end = docs["end"].explode().to_numpy().astype(np.int64)
+    start = docs[c.START].explode().to_numpy().astype(np.int64)
+    end = docs[c.END].explode().to_numpy().astype(np.int64)
     stop = np.array(sorted({ord(ch) for ch in boundary_chars}), dtype=np.int64)
     start = _scan_start(text, first, start, stop, scan)
     end = _scan_end(text, first, end, length, stop, scan)
     begin = text.byte(first + start)
     fragment = strings(buf.data, begin, text.byte(first + end) - begin)
     return pl.DataFrame(
-        {ORDER: docs[ORDER].explode(), "start": start, "end": end, FRAGMENT: fragment},
+        {c.T_ORDER: docs[c.T_ORDER].explode(), c.START: start, c.END: end, c.T_FRAGMENT: fragment},
         schema=SCHEMA,
     )

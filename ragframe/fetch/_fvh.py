@@ -1,4 +1,4 @@
-"""FastVectorHighlighter fragments for all pairs (rules in :mod:`ragframe.highlight`).
+"""FastVectorHighlighter fragments for all pairs (rules in :mod:`ragframe.fetch._highlight`).
 
 Fragment building is the one step Polars expressions cannot express: Lucene's
 ``SimpleFragListBuilder`` is a greedy left-to-right cover whose every fragment starts
@@ -18,25 +18,14 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.fetch._boundary import ORDER, boundary_kernel
 from ragframe.fetch._boundary import SCHEMA as BOUNDARY_SCHEMA
+from ragframe.fetch._boundary import boundary_kernel
 from ragframe.fetch._config import HighlightConfig
-from ragframe.fetch._passages import (
-    END,
-    FRAGMENT,
-    PAIR,
-    SCORE,
-    START,
-    TERM,
-    TERM_CODE,
-    TOKEN,
-    top_passages,
-)
-from ragframe.fetch._tokenize import RUN
+from ragframe.fetch._passages import top_passages
 
 MARGIN = 6
 _KEY = np.int64(1) << 32
-_SCHEMA = {PAIR: pl.UInt32, START: pl.Int64, END: pl.Int64, SCORE: pl.Float64}
+_SCHEMA = {c.T_PAIR: pl.UInt32, c.START: pl.Int64, c.END: pl.Int64, c.SCORE: pl.Float64}
 
 Ints = npt.NDArray[np.int64]
 
@@ -73,12 +62,12 @@ def _distinct_terms(group: Ints, code: Ints, first: Ints, last: Ints) -> Ints:
 def _first_matches(matches: pl.DataFrame, cap: int) -> tuple[Ints, Ints, Ints, Ints]:
     """Pair, start, end and term code of matches sorted by (pair, start), the first
     ``cap`` of each pair kept."""
-    pair = matches[PAIR].to_numpy().astype(np.int64)
-    start = matches[START].to_numpy().astype(np.int64)
+    pair = matches[c.T_PAIR].to_numpy().astype(np.int64)
+    start = matches[c.START].to_numpy().astype(np.int64)
     order = np.argsort(pair * _KEY + start)
     pair, start = pair[order], start[order]
-    end = matches[END].to_numpy().astype(np.int64)[order]
-    code = matches[TERM_CODE].to_numpy().astype(np.int64)[order]
+    end = matches[c.END].to_numpy().astype(np.int64)[order]
+    code = matches[c.T_TERM_CODE].to_numpy().astype(np.int64)[order]
     group, head, _ = _groups(pair)
     kept = np.flatnonzero(np.arange(pair.size) - head[group] < cap)
     return pair[kept], start[kept], end[kept], code[kept]
@@ -119,7 +108,9 @@ def fragment_kernel(
     score = (lasts - firsts + 1).astype(np.float64)
     if scoring == "terms":
         score = _distinct_terms(group, code, firsts, lasts) + score / (cap + 1)
-    return pl.DataFrame({PAIR: pair[heads], START: starts, END: ends, SCORE: score}, schema=_SCHEMA)
+    return pl.DataFrame(
+        {c.T_PAIR: pair[heads], c.START: starts, c.END: ends, c.SCORE: score}, schema=_SCHEMA
+    )
 
 
 def fvh_passages(
@@ -132,11 +123,13 @@ def fvh_passages(
     """``__rf_pair, start, end, score, __rf_fragment``: the chosen fragments, in order.
 
     ``candidates``: ``doc_id, __rf_run, start, end``, the document tokens that may
-    match (a superset of the matches; :func:`ragframe._passages.document_candidates`).
+    match (a superset of the matches; :func:`ragframe.fetch._passages.document_candidates`).
     """
-    tokens = candidates.select(c.DOC_ID, pl.col(RUN).str.to_lowercase().alias(TOKEN), START, END)
-    found = terms.join(tokens, left_on=[c.DOC_ID, TERM], right_on=[c.DOC_ID, TOKEN])
-    matches = found.select(PAIR, START, END, TERM_CODE)
+    tokens = candidates.select(
+        c.DOC_ID, pl.col(c.T_RUN).str.to_lowercase().alias(c.T_TOKEN), c.START, c.END
+    )
+    found = terms.join(tokens, left_on=[c.DOC_ID, c.T_TERM], right_on=[c.DOC_ID, c.T_TOKEN])
+    matches = found.select(c.T_PAIR, c.START, c.END, c.T_TERM_CODE)
     kernel = partial(
         fragment_kernel,
         fragment_size=config.fragment_size,
@@ -144,13 +137,13 @@ def fvh_passages(
         cap=config.max_matches,
     )
     fragments = matches.map_batches(kernel, schema=_SCHEMA)
-    chosen = top_passages(fragments, config).with_row_index(ORDER)
-    chosen = chosen.join(work.select(PAIR, c.DOC_ID), on=PAIR)
-    spans = chosen.group_by(c.DOC_ID).agg(ORDER, START, END)
+    chosen = top_passages(fragments, config).with_row_index(c.T_ORDER)
+    chosen = chosen.join(work.select(c.T_PAIR, c.DOC_ID), on=c.T_PAIR)
+    spans = chosen.group_by(c.DOC_ID).agg(c.T_ORDER, c.START, c.END)
     spans = docs.select(c.DOC_ID, c.CONTENT).join(spans, on=c.DOC_ID)
     kernel = partial(
         boundary_kernel, boundary_chars=config.boundary_chars, scan=config.boundary_max_scan
     )
     edges = spans.map_batches(kernel, schema=BOUNDARY_SCHEMA)
-    chosen = chosen.select(ORDER, PAIR, SCORE).join(edges, on=ORDER).sort(ORDER)
-    return chosen.select(PAIR, START, END, SCORE, FRAGMENT)
+    chosen = chosen.select(c.T_ORDER, c.T_PAIR, c.SCORE).join(edges, on=c.T_ORDER).sort(c.T_ORDER)
+    return chosen.select(c.T_PAIR, c.START, c.END, c.SCORE, c.T_FRAGMENT)

@@ -8,7 +8,7 @@ once however many queries ask for it:
   Rules, per pair:
 
   1. Query terms are the distinct lower-cased word tokens of the query; matches are the
-     document's word tokens equal to a term (rules in :mod:`ragframe._tokens`). Only the
+     document's word tokens equal to a term (rules in :mod:`ragframe.fetch._analysis`). Only the
      first ``max_matches`` matches in text order are considered (Lucene's phrase limit,
      256 by default).
   2. Fragments (Lucene's ``BaseFragListBuilder`` with margin 6): walk matches in order,
@@ -32,7 +32,7 @@ once however many queries ask for it:
      ``boundary_max_scan`` characters from it, else stays; an end past the text is the
      text's end.
 * ``"unified"``: sentence-bounded, BM25-scored passages (Lucene ``UnifiedHighlighter``
-  style, ``PassageScorer`` with k1=1.2, b=0.75, pivot=87). See :mod:`ragframe._sentences`.
+  style, ``PassageScorer`` with k1=1.2, b=0.75, pivot=87). See :mod:`ragframe.fetch._unified`.
 
 Both: the chosen passages are joined with ``"..."`` and ``"..."`` is appended unless the
 text ends (ASCII whitespace aside) with ``. ! ?`` or the CJK ``U+3002 U+FF01 U+FF1F``.
@@ -49,7 +49,6 @@ from ragframe.errors import SchemaError
 from ragframe.fetch._config import HighlightConfig, as_highlight_config
 from ragframe.fetch._fvh import fvh_passages
 from ragframe.fetch._passages import (
-    PAIR,
     assemble,
     document_candidates,
     document_runs,
@@ -99,7 +98,7 @@ def highlight(
     lf_pairs = lf_pairs.with_columns(pl.col(c.DOC_ID).cast(id_type))
     lf_docs = lf_docs.with_columns(pl.col(c.DOC_ID).cast(id_type))
     work = lf_pairs.select(key).drop_nulls().unique(maintain_order=True)
-    found = passages_per_pair(work.with_row_index(PAIR), lf_docs, cfg)
+    found = passages_per_pair(work.with_row_index(c.T_PAIR), lf_docs, cfg)
     return lf_pairs.join(found, on=key, how="left", maintain_order="left")
 
 
@@ -118,7 +117,7 @@ def passages_per_pair(
     else:
         chosen = unified_passages(work, docs, document_runs(docs), terms, config)
     found = assemble(chosen)
-    return work.join(found, on=PAIR, how="inner").drop(PAIR)
+    return work.join(found, on=c.T_PAIR, how="inner").drop(c.T_PAIR)
 
 
 def check_highlight_inputs(pairs: pl.Schema, documents: pl.Schema, what: str) -> pl.DataType:

@@ -3,7 +3,7 @@
 Every function returns a LazyFrame; nothing is collected. Each needed document is
 tokenized once, whatever the number of queries that ask for it (``fvh`` keeps only the
 candidate tokens that may equal a term asked for in the document, see
-:mod:`ragframe._candidates`; ``unified`` keeps every run, for its sentences); matches
+:mod:`ragframe.fetch._terms`; ``unified`` keeps every run, for its sentences); matches
 for all pairs come from one join of (pair, term) rows with (document, token) rows.
 """
 
@@ -22,21 +22,8 @@ from ragframe.fetch._analysis import (
     rust_char_class,
 )
 from ragframe.fetch._config import HighlightConfig
-from ragframe.fetch._terms import TERMS as DOC_TERMS
 from ragframe.fetch._terms import candidate_schema, candidate_tokens
 from ragframe.fetch._tokenize import run_schema, tokenize
-
-PAIR = c.TMP + "pair"
-TOKEN = c.TMP + "token"
-TERM = c.TMP + "term"
-TERM_CODE = c.TMP + "term_code"
-START = "start"
-END = "end"
-SCORE = "score"
-LENGTH = c.TMP + "length"
-FRAGMENT = c.TMP + "fragment"
-TEXTS = c.TMP + "texts"
-LAST = c.TMP + "last"
 
 
 def needed_documents(work: pl.LazyFrame, documents: pl.LazyFrame) -> pl.LazyFrame:
@@ -47,12 +34,12 @@ def needed_documents(work: pl.LazyFrame, documents: pl.LazyFrame) -> pl.LazyFram
     docs = documents.select(c.DOC_ID, pl.col(c.CONTENT).fill_null(""))
     docs = docs.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
     docs = docs.join(work.select(c.DOC_ID).unique(), on=c.DOC_ID, how="semi")
-    return docs.with_columns(pl.col(c.CONTENT).str.len_chars().cast(pl.Int64).alias(LENGTH))
+    return docs.with_columns(pl.col(c.CONTENT).str.len_chars().cast(pl.Int64).alias(c.T_LENGTH))
 
 
 def document_runs(docs: pl.LazyFrame) -> pl.LazyFrame:
     """One row per run (token or non-word run) with character offsets ``start, end``
-    (:func:`ragframe._tokenizer.tokenize`, over whole buffers)."""
+    (:func:`ragframe.fetch._tokenize.tokenize`, over whole buffers)."""
     id_type = docs.collect_schema()[c.DOC_ID]
     kernel = partial(tokenize, words_only=False)
     return docs.select(c.DOC_ID, c.CONTENT).map_batches(kernel, schema=run_schema(id_type))
@@ -60,9 +47,9 @@ def document_runs(docs: pl.LazyFrame) -> pl.LazyFrame:
 
 def document_candidates(docs: pl.LazyFrame, terms: pl.LazyFrame) -> pl.LazyFrame:
     """``doc_id, __rf_run, start, end``: the word tokens that may equal one of the terms
-    asked for in their document (:func:`ragframe._candidates.candidate_tokens`)."""
+    asked for in their document (:func:`ragframe.fetch._terms.candidate_tokens`)."""
     id_type = docs.collect_schema()[c.DOC_ID]
-    asked = terms.group_by(c.DOC_ID).agg(pl.col(TERM).unique().alias(DOC_TERMS))
+    asked = terms.group_by(c.DOC_ID).agg(pl.col(c.T_TERM).unique().alias(c.T_DOC_TERMS))
     frame = docs.select(c.DOC_ID, c.CONTENT).join(asked, on=c.DOC_ID)
     return frame.map_batches(candidate_tokens, schema=candidate_schema(id_type))
 
@@ -76,10 +63,10 @@ def pair_terms(work: pl.LazyFrame) -> pl.LazyFrame:
         .list.eval(pl.element().str.to_lowercase())
         .list.unique()
     )
-    frame = work.select(PAIR, c.DOC_ID, terms.alias(TERM))
-    code = pl.int_ranges(pl.col(TERM).list.len(), dtype=pl.Int64)
-    frame = frame.with_columns(code.alias(TERM_CODE)).explode(TERM, TERM_CODE)
-    return frame.drop_nulls(TERM)
+    frame = work.select(c.T_PAIR, c.DOC_ID, terms.alias(c.T_TERM))
+    code = pl.int_ranges(pl.col(c.T_TERM).list.len(), dtype=pl.Int64)
+    frame = frame.with_columns(code.alias(c.T_TERM_CODE)).explode(c.T_TERM, c.T_TERM_CODE)
+    return frame.drop_nulls(c.T_TERM)
 
 
 def pair_matches(terms: pl.LazyFrame, tokens: pl.LazyFrame, max_matches: int) -> pl.LazyFrame:
@@ -87,18 +74,18 @@ def pair_matches(terms: pl.LazyFrame, tokens: pl.LazyFrame, max_matches: int) ->
 
     ``tokens`` has ``doc_id, __rf_token`` (lower-cased) and any columns to carry.
     """
-    found = terms.join(tokens, left_on=[c.DOC_ID, TERM], right_on=[c.DOC_ID, TOKEN])
-    found = found.sort(PAIR, START)
-    return found.filter(pl.int_range(pl.len()).over(PAIR) < max_matches)
+    found = terms.join(tokens, left_on=[c.DOC_ID, c.T_TERM], right_on=[c.DOC_ID, c.T_TOKEN])
+    found = found.sort(c.T_PAIR, c.START)
+    return found.filter(pl.int_range(pl.len()).over(c.T_PAIR) < max_matches)
 
 
 def top_passages(passages: pl.LazyFrame, config: HighlightConfig) -> pl.LazyFrame:
     """The ``number_of_fragments`` best passages per pair (ties: earlier first), in the
     configured order."""
-    ranked = passages.sort([PAIR, SCORE, START], descending=[False, True, False])
-    kept = ranked.filter(pl.int_range(pl.len()).over(PAIR) < config.number_of_fragments)
+    ranked = passages.sort([c.T_PAIR, c.SCORE, c.START], descending=[False, True, False])
+    kept = ranked.filter(pl.int_range(pl.len()).over(c.T_PAIR) < config.number_of_fragments)
     if config.order == "offset":
-        kept = kept.sort(PAIR, START)
+        kept = kept.sort(c.T_PAIR, c.START)
     return kept
 
 
@@ -113,11 +100,11 @@ def _finish(texts: pl.Expr, last: pl.Expr) -> pl.Expr:
 
 def assemble(passages: pl.LazyFrame) -> pl.LazyFrame:
     """``__rf_pair, passages, highlight`` from one row per chosen passage (in order)."""
-    spans = pl.struct(pl.col(START), pl.col(END), pl.col(SCORE).cast(pl.Float64))
-    grouped = passages.group_by(PAIR, maintain_order=True).agg(
+    spans = pl.struct(pl.col(c.START), pl.col(c.END), pl.col(c.SCORE).cast(pl.Float64))
+    grouped = passages.group_by(c.T_PAIR, maintain_order=True).agg(
         spans.alias(c.PASSAGES),
-        pl.col(FRAGMENT).alias(TEXTS),
-        pl.col(FRAGMENT).last().alias(LAST),
+        pl.col(c.T_FRAGMENT).alias(c.T_TEXTS),
+        pl.col(c.T_FRAGMENT).last().alias(c.T_LAST),
     )
-    highlight = _finish(pl.col(TEXTS), pl.col(LAST)).alias(c.HIGHLIGHT)
-    return grouped.select(PAIR, c.PASSAGES, highlight)
+    highlight = _finish(pl.col(c.T_TEXTS), pl.col(c.T_LAST)).alias(c.HIGHLIGHT)
+    return grouped.select(c.T_PAIR, c.PASSAGES, highlight)

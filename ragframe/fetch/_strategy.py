@@ -11,23 +11,19 @@ from ragframe import schema as c
 from ragframe.fetch._analysis import ASCII_SPACE, BLANK_CHARS
 from ragframe.fetch._config import FetchConfig
 from ragframe.fetch._highlight import check_highlight_inputs, doc_id_type, passages_per_pair
-from ragframe.fetch._passages import PAIR
 
 Strategy = Literal["full", "highlight", "truncated_fallback"]
 
-_ROW = c.TMP + "row"
-_FIRST = c.TMP + "first_row"
-_LENGTH = c.TMP + "content_length"
 _NUMBER = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 
 
 def _with_order(requests: pl.LazyFrame, schema: pl.Schema) -> pl.LazyFrame:
     """Add the row number, the first row of each query and, if absent, a 1-based rank."""
-    frame = requests.with_row_index(_ROW)
+    frame = requests.with_row_index(c.T_ROW)
     if c.RANK not in schema:
         rank = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(c.QUERY_ID)
         frame = frame.with_columns(rank.alias(c.RANK))
-    return frame.with_columns(pl.col(_ROW).min().over(c.QUERY_ID).alias(_FIRST))
+    return frame.with_columns(pl.col(c.T_ROW).min().over(c.QUERY_ID).alias(c.T_FIRST_ROW))
 
 
 def _parse_length(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
@@ -45,26 +41,26 @@ def _lengths(
     """``doc_id, __rf_content_length``: from ``sizes`` when given, else the content."""
     if sizes is None:
         length = pl.col(c.CONTENT).str.len_chars().cast(pl.Float64)
-        return docs.select(c.DOC_ID, length.alias(_LENGTH))
+        return docs.select(c.DOC_ID, length.alias(c.T_CONTENT_LENGTH))
     frame = c.to_lazy(sizes, "sizes")
     schema = frame.collect_schema()
     c.require_columns(schema, [c.DOC_ID, c.CONTENT_LENGTH], "sizes")
     c.require_kind(schema, c.CONTENT_LENGTH, ["int", "float", "string"], "sizes")
     doc_id_type(schema, doc_schema, "sizes")
     length = _parse_length(pl.col(c.CONTENT_LENGTH), schema[c.CONTENT_LENGTH])
-    frame = frame.select(pl.col(c.DOC_ID).cast(id_type), length.alias(_LENGTH))
+    frame = frame.select(pl.col(c.DOC_ID).cast(id_type), length.alias(c.T_CONTENT_LENGTH))
     return frame.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
 
 
 def _planned(threshold: int) -> pl.Expr:
     query = pl.col(c.QUERY)
     blank = query.is_null() | (query.str.strip_chars(BLANK_CHARS).str.len_chars() == 0)
-    big = pl.col(_LENGTH).is_not_null() & (pl.col(_LENGTH) > threshold)
+    big = pl.col(c.T_CONTENT_LENGTH).is_not_null() & (pl.col(c.T_CONTENT_LENGTH) > threshold)
     return ~blank & big
 
 
 def _content_and_strategy(threshold: int) -> list[pl.Expr]:
-    full = ~pl.col(c.TMP + "planned")
+    full = ~pl.col(c.T_PLANNED)
     found = pl.col(c.HIGHLIGHT).is_not_null()
     content = (
         pl.when(full)
@@ -75,10 +71,10 @@ def _content_and_strategy(threshold: int) -> list[pl.Expr]:
     )
     strategy = (
         pl.when(full)
-        .then(pl.lit("full"))
+        .then(pl.lit(c.FULL))
         .when(found)
-        .then(pl.lit("highlight"))
-        .otherwise(pl.lit("truncated_fallback"))
+        .then(pl.lit(c.HIGHLIGHTED))
+        .otherwise(pl.lit(c.TRUNCATED_FALLBACK))
     )
     return [content.alias(c.CONTENT), strategy.alias(c.STRATEGY)]
 
@@ -150,14 +146,14 @@ def fetch(
     lengths = _lengths(docs, sizes, id_type, doc_schema)
     pairs = req.join(docs, on=c.DOC_ID, how="inner", maintain_order="left")
     pairs = pairs.join(lengths, on=c.DOC_ID, how="left", maintain_order="left")
-    pairs = pairs.with_columns(_planned(cfg.fulltext_threshold).alias(c.TMP + "planned"))
-    work = pairs.filter(c.TMP + "planned").select(c.QUERY, c.DOC_ID)
+    pairs = pairs.with_columns(_planned(cfg.fulltext_threshold).alias(c.T_PLANNED))
+    work = pairs.filter(c.T_PLANNED).select(c.QUERY, c.DOC_ID)
     work = work.unique(maintain_order=True)  # one order: the plan reads it more than once
-    found = passages_per_pair(work.with_row_index(PAIR), docs, cfg.highlight_config)
+    found = passages_per_pair(work.with_row_index(c.T_PAIR), docs, cfg.highlight_config)
     found = found.select(c.QUERY, c.DOC_ID, c.HIGHLIGHT)
     pairs = pairs.join(found, on=[c.QUERY, c.DOC_ID], how="left", maintain_order="left")
     pairs = pairs.with_columns(_content_and_strategy(cfg.fulltext_threshold))
-    pairs = pairs.sort([_FIRST, c.RANK, _ROW], nulls_last=True)
+    pairs = pairs.sort([c.T_FIRST_ROW, c.RANK, c.T_ROW], nulls_last=True)
     head = [c.QUERY_ID, c.DOC_ID, c.RANK, c.CONTENT, c.STRATEGY]
     taken = {*head, c.QUERY, c.HIGHLIGHT}
     extra = [n for n in doc_schema if n not in taken and not n.startswith(c.TMP)]
@@ -181,4 +177,6 @@ def missing_documents(requests: c.Frame, documents: c.Frame) -> pl.LazyFrame:
     """
     req, docs, _, _ = _prepare(requests, documents)
     gone = req.join(docs.select(c.DOC_ID), on=c.DOC_ID, how="anti", maintain_order="left")
-    return gone.sort([_FIRST, c.RANK, _ROW], nulls_last=True).select(c.QUERY_ID, c.DOC_ID, c.RANK)
+    return gone.sort([c.T_FIRST_ROW, c.RANK, c.T_ROW], nulls_last=True).select(
+        c.QUERY_ID, c.DOC_ID, c.RANK
+    )

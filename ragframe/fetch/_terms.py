@@ -14,7 +14,7 @@ content buffer with a few whole-array numpy passes and keeps only the *candidate
 The filter is conservative by construction: an ASCII token equal to a term (ignoring
 case) has the term's key, so it is never dropped; hash collisions only let extra tokens
 through, and the exact join on lower-cased text that follows removes them. Offsets are
-characters, as in :func:`ragframe._tokenizer.tokenize`, and the tokens are the same.
+characters, as in :func:`ragframe.fetch._tokenize.tokenize`, and the tokens are the same.
 """
 
 from __future__ import annotations
@@ -30,15 +30,12 @@ from ragframe._arrow import Buffer, content_buffer, strings
 from ragframe.fetch._tokenize import (
     IDEOGRAPH,
     NON_WORD,
-    RUN,
     Ints,
     char_width,
     chars,
     classes,
     code_points,
 )
-
-TERMS = c.TMP + "doc_terms"
 
 _U64 = npt.NDArray[np.uint64]
 _FOLD = np.uint64(0x2020202020202020)
@@ -161,9 +158,9 @@ def _block_candidates(
     return pl.DataFrame(
         {
             c.DOC_ID: docs[c.DOC_ID].gather(doc),
-            RUN: strings(buf.data, starts, ends - starts),
-            "start": chars(starts, buf.cont_at) - first_char,
-            "end": chars(ends, buf.cont_at) - first_char,
+            c.T_RUN: strings(buf.data, starts, ends - starts),
+            c.START: chars(starts, buf.cont_at) - first_char,
+            c.END: chars(ends, buf.cont_at) - first_char,
         },
         schema=candidate_schema(docs.schema[c.DOC_ID]),
     )
@@ -179,7 +176,7 @@ def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
     """
     if docs.height == 0:
         return pl.DataFrame(schema=candidate_schema(docs.schema[c.DOC_ID]))
-    table, bits = _term_table(docs[TERMS])
+    table, bits = _term_table(docs[c.T_DOC_TERMS])
     sizes = np.cumsum(docs[c.CONTENT].str.len_bytes().to_numpy().astype(np.int64))
     marks = np.searchsorted(sizes, np.arange(BLOCK_BYTES, sizes[-1], BLOCK_BYTES), side="right")
     rows = np.unique(np.concatenate([[0], marks, [docs.height]])).tolist()
@@ -190,4 +187,4 @@ def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
 
 def candidate_schema(id_type: pl.DataType) -> dict[str, pl.DataType]:
     """The columns :func:`candidate_tokens` returns."""
-    return {c.DOC_ID: id_type, RUN: pl.String(), "start": pl.Int64(), "end": pl.Int64()}
+    return {c.DOC_ID: id_type, c.T_RUN: pl.String(), c.START: pl.Int64(), c.END: pl.Int64()}

@@ -8,7 +8,7 @@ point is classified through a table, and token edges come from comparing neighbo
 no Python runs per row, document or token. Offsets are characters (code points).
 
 The classification table is built once from Python's own ``re`` (``\\w``, plus the
-ideograph ranges of :mod:`ragframe._tokens`), so the engine and the reference
+ideograph ranges of :mod:`ragframe.fetch._analysis`), so the engine and the reference
 implementation tokenize alike by construction.
 """
 
@@ -26,8 +26,6 @@ from ragframe._arrow import content_buffer, strings
 from ragframe.fetch._analysis import IDEOGRAPHS_PY
 
 NON_WORD, WORD, IDEOGRAPH = 0, 1, 2
-RUN = c.TMP + "run"
-IS_WORD = c.TMP + "is_word"
 
 Ints = npt.NDArray[np.int64]
 
@@ -111,10 +109,10 @@ def run_schema(id_type: pl.DataType) -> dict[str, pl.DataType]:
     """The columns :func:`tokenize` returns."""
     return {
         c.DOC_ID: id_type,
-        RUN: pl.String(),
-        "start": pl.Int64(),
-        "end": pl.Int64(),
-        IS_WORD: pl.Boolean(),
+        c.T_RUN: pl.String(),
+        c.START: pl.Int64(),
+        c.END: pl.Int64(),
+        c.T_IS_WORD: pl.Boolean(),
     }
 
 
@@ -133,14 +131,14 @@ def tokenize(docs: pl.DataFrame, words_only: bool) -> pl.DataFrame:
     starts, ends = _edges(kind, cont, doc_bytes, words_only)
     doc = np.searchsorted(doc_bytes, starts, side="right") - 1
     first_char = chars(doc_bytes, cont_at)[doc]
-    text = strings(data, starts, ends - starts, RUN)
+    text = strings(data, starts, ends - starts, c.T_RUN)
     return pl.DataFrame(
         {
             c.DOC_ID: docs[c.DOC_ID].gather(doc),
-            RUN: text,
-            "start": chars(starts, cont_at) - first_char,
-            "end": chars(ends, cont_at) - first_char,
-            IS_WORD: kind[starts] != NON_WORD,
+            c.T_RUN: text,
+            c.START: chars(starts, cont_at) - first_char,
+            c.END: chars(ends, cont_at) - first_char,
+            c.T_IS_WORD: kind[starts] != NON_WORD,
         },
         schema=run_schema(docs.schema[c.DOC_ID]),
     )

@@ -4,7 +4,7 @@ Rules, per pair (after Lucene's ``UnifiedHighlighter`` and ``PassageScorer``):
 
 1. Sentences: a non-word run ends a sentence when it holds ``. ! ?`` followed later in
    the run by ASCII whitespace, or holds the CJK ``U+3002 U+FF01 U+FF1F``, or holds a blank line
-   (:data:`ragframe._tokens.SENTENCE_END_RUST`); the text's last run ends the last one.
+   (:data:`ragframe.fetch._analysis.SENTENCE_END_RUST`); the text's last run ends the last one.
 2. Pieces: a sentence longer than ``fragment_size`` is split at run boundaries; a run
    belongs to piece ``(run.start - sentence.start) // fragment_size``. A passage is one
    piece, from its first run's start to its last run's end, with ASCII whitespace
@@ -24,33 +24,17 @@ import polars as pl
 from ragframe import schema as c
 from ragframe.fetch._analysis import ASCII_SPACE, SENTENCE_END_RUST
 from ragframe.fetch._config import HighlightConfig
-from ragframe.fetch._passages import (
-    END,
-    FRAGMENT,
-    LENGTH,
-    PAIR,
-    SCORE,
-    START,
-    TERM,
-    TOKEN,
-    pair_matches,
-    top_passages,
-)
-from ragframe.fetch._tokenize import IS_WORD, RUN
+from ragframe.fetch._passages import pair_matches, top_passages
 
 K1, B, PIVOT = 1.2, 0.75, 87.0
-SENTENCE = c.TMP + "sentence"
-PIECE = c.TMP + "piece"
-FREQ = c.TMP + "freq"
-DOC_FREQ = c.TMP + "doc_freq"
 
 
 def _with_pieces(runs: pl.LazyFrame, fragment_size: int) -> pl.LazyFrame:
-    ends = ~pl.col(IS_WORD) & pl.col(RUN).str.contains(SENTENCE_END_RUST)
+    ends = ~pl.col(c.T_IS_WORD) & pl.col(c.T_RUN).str.contains(SENTENCE_END_RUST)
     before = ends.cast(pl.Int64).cum_sum().over(c.DOC_ID) - ends.cast(pl.Int64)
-    runs = runs.with_columns(before.alias(SENTENCE))
-    first = pl.col(START).min().over(c.DOC_ID, SENTENCE)
-    return runs.with_columns(((pl.col(START) - first) // fragment_size).alias(PIECE))
+    runs = runs.with_columns(before.alias(c.T_SENTENCE))
+    first = pl.col(c.START).min().over(c.DOC_ID, c.T_SENTENCE)
+    return runs.with_columns(((pl.col(c.START) - first) // fragment_size).alias(c.T_PIECE))
 
 
 def _trimmed(run: pl.Expr, is_word: pl.Expr, side: str) -> pl.Expr:
@@ -65,26 +49,32 @@ def _trimmed(run: pl.Expr, is_word: pl.Expr, side: str) -> pl.Expr:
 
 def _passage_spans(pieces: pl.LazyFrame) -> pl.LazyFrame:
     """``doc_id, sentence, piece, start, end`` of every passage (trimmed)."""
-    spans = pieces.group_by(c.DOC_ID, SENTENCE, PIECE).agg(
-        pl.col(START).min(),
-        pl.col(END).max(),
-        _trimmed(pl.col(RUN), pl.col(IS_WORD), "start").sort_by(START).first().alias("trim_start"),
-        _trimmed(pl.col(RUN), pl.col(IS_WORD), "end").sort_by(START).last().alias("trim_end"),
+    spans = pieces.group_by(c.DOC_ID, c.T_SENTENCE, c.T_PIECE).agg(
+        pl.col(c.START).min(),
+        pl.col(c.END).max(),
+        _trimmed(pl.col(c.T_RUN), pl.col(c.T_IS_WORD), "start")
+        .sort_by(c.START)
+        .first()
+        .alias(c.T_TRIM_START),
+        _trimmed(pl.col(c.T_RUN), pl.col(c.T_IS_WORD), "end")
+        .sort_by(c.START)
+        .last()
+        .alias(c.T_TRIM_END),
     )
     return spans.select(
         c.DOC_ID,
-        SENTENCE,
-        PIECE,
-        (pl.col(START) + pl.col("trim_start")).alias(START),
-        (pl.col(END) - pl.col("trim_end")).alias(END),
+        c.T_SENTENCE,
+        c.T_PIECE,
+        (pl.col(c.START) + pl.col(c.T_TRIM_START)).alias(c.START),
+        (pl.col(c.END) - pl.col(c.T_TRIM_END)).alias(c.END),
     )
 
 
 def _score(length: pl.Expr) -> pl.Expr:
     docs = 1.0 + length.cast(pl.Float64) / PIVOT
-    weight = (K1 + 1.0) * (1.0 + (docs + 0.5) / (pl.col(DOC_FREQ) + 0.5)).log()
-    plen = (pl.col(END) - pl.col(START)).cast(pl.Float64)
-    freq = pl.col(FREQ).cast(pl.Float64)
+    weight = (K1 + 1.0) * (1.0 + (docs + 0.5) / (pl.col(c.T_DOC_FREQ) + 0.5)).log()
+    plen = (pl.col(c.END) - pl.col(c.START)).cast(pl.Float64)
+    freq = pl.col(c.T_FREQ).cast(pl.Float64)
     return weight * freq / (freq + K1 * ((1.0 - B) + B * (plen / PIVOT)))
 
 
@@ -97,22 +87,26 @@ def unified_passages(
 ) -> pl.LazyFrame:
     """``__rf_pair, start, end, score, __rf_fragment``: the chosen passages, in order."""
     pieces = _with_pieces(runs, config.fragment_size)
-    tokens = pieces.filter(IS_WORD).select(
-        c.DOC_ID, pl.col(RUN).str.to_lowercase().alias(TOKEN), START, SENTENCE, PIECE
+    tokens = pieces.filter(c.T_IS_WORD).select(
+        c.DOC_ID,
+        pl.col(c.T_RUN).str.to_lowercase().alias(c.T_TOKEN),
+        c.START,
+        c.T_SENTENCE,
+        c.T_PIECE,
     )
     matches = pair_matches(terms, tokens, config.max_matches)
-    matches = matches.with_columns(pl.len().over(PAIR, TERM).alias(DOC_FREQ))
-    per_term = matches.group_by(PAIR, c.DOC_ID, SENTENCE, PIECE, TERM).agg(
-        pl.len().alias(FREQ), pl.col(DOC_FREQ).first()
+    matches = matches.with_columns(pl.len().over(c.T_PAIR, c.T_TERM).alias(c.T_DOC_FREQ))
+    per_term = matches.group_by(c.T_PAIR, c.DOC_ID, c.T_SENTENCE, c.T_PIECE, c.T_TERM).agg(
+        pl.len().alias(c.T_FREQ), pl.col(c.T_DOC_FREQ).first()
     )
-    per_term = per_term.join(_passage_spans(pieces), on=[c.DOC_ID, SENTENCE, PIECE])
-    per_term = per_term.join(docs.select(c.DOC_ID, LENGTH), on=c.DOC_ID)
-    norm = 1.0 + 1.0 / (PIVOT + pl.col(START).cast(pl.Float64)).log()
-    scored = per_term.group_by(PAIR, c.DOC_ID, START, END).agg(
-        (_score(pl.col(LENGTH)).sum() * norm.first()).alias(SCORE)
+    per_term = per_term.join(_passage_spans(pieces), on=[c.DOC_ID, c.T_SENTENCE, c.T_PIECE])
+    per_term = per_term.join(docs.select(c.DOC_ID, c.T_LENGTH), on=c.DOC_ID)
+    norm = 1.0 + 1.0 / (PIVOT + pl.col(c.START).cast(pl.Float64)).log()
+    scored = per_term.group_by(c.T_PAIR, c.DOC_ID, c.START, c.END).agg(
+        (_score(pl.col(c.T_LENGTH)).sum() * norm.first()).alias(c.SCORE)
     )
-    chosen = top_passages(scored, config).with_row_index(c.TMP + "order")
+    chosen = top_passages(scored, config).with_row_index(c.T_ORDER)
     chosen = chosen.join(docs.select(c.DOC_ID, c.CONTENT), on=c.DOC_ID)
-    text = pl.col(c.CONTENT).str.slice(pl.col(START), pl.col(END) - pl.col(START))
-    chosen = chosen.with_columns(text.alias(FRAGMENT)).sort(c.TMP + "order")
-    return chosen.select(PAIR, START, END, SCORE, FRAGMENT)
+    text = pl.col(c.CONTENT).str.slice(pl.col(c.START), pl.col(c.END) - pl.col(c.START))
+    chosen = chosen.with_columns(text.alias(c.T_FRAGMENT)).sort(c.T_ORDER)
+    return chosen.select(c.T_PAIR, c.START, c.END, c.SCORE, c.T_FRAGMENT)

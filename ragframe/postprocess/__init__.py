@@ -35,7 +35,6 @@ from ragframe import schema as c
 from ragframe.postprocess import _inputs, _merge, _select
 from ragframe.postprocess._budget import budget
 from ragframe.postprocess._config import OverlapMode, PostprocessConfig
-from ragframe.postprocess._select import ROW
 from ragframe.schema import Frame, to_lazy
 
 __all__ = ["OverlapMode", "PostprocessConfig", "postprocess"]
@@ -94,14 +93,14 @@ def postprocess(
     schema = lf.collect_schema()
     if chunks is None:
         side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())]
-        texts = lf.select(ROW, *side).cache()  # both walk passes join it
-        on: tuple[list[pl.Expr], list[str]] = ([pl.col(ROW)], [ROW])
+        texts = lf.select(c.T_ROW, *side).cache()  # both walk passes join it
+        on: tuple[list[pl.Expr], list[str]] = ([pl.col(c.T_ROW)], [c.T_ROW])
     else:
         store, key, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
         texts, on = store.cache(), (key, names)  # cached: both walk passes join it
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
     known = [name for name in _inputs.KNOWN if name in schema]
-    row = [ROW] if chunks is None else []  # the key of inline text
+    row = [c.T_ROW] if chunks is None else []  # the key of inline text
     slim = lf.select(*row, *known, *passthrough)  # passthrough rides along
     kept = _select.kept_chunks(
         slim, texts, on, zero, config.top_k, config.min_similarity, typed, _inputs.absent(schema)

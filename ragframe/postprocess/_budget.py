@@ -7,7 +7,6 @@ from __future__ import annotations
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.postprocess import _merge
 from ragframe.postprocess._config import PostprocessConfig
 
 JAVA_WHITESPACE: frozenset[str] = frozenset(
@@ -40,11 +39,9 @@ def _truncate_expr(text: pl.Expr, limit: int) -> pl.Expr:
 def budget(blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]) -> pl.LazyFrame:
     """Rule 10 on blocks in rule 9's order, with their ``block_rank`` and running length
     (as :func:`ragframe.postprocess._merge.blocks` gives them): the block and character budgets."""
-    length = pl.col(_merge.CHARS)
+    length = pl.col(c.T_CHARS)
     rank = pl.col(c.BLOCK_RANK)
-    fits = (rank < config.max_blocks) & (
-        (pl.col(_merge.TOTAL) <= config.max_characters) | (rank == 0)
-    )
+    fits = (rank < config.max_blocks) & ((pl.col(c.T_TOTAL) <= config.max_characters) | (rank == 0))
     truncated = length > config.max_characters
     # only the rare truncated block pays for the cut: every other row cuts ""
     cut = _truncate_expr(

@@ -13,7 +13,6 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe.errors import DataError, SchemaError
-from ragframe.postprocess._select import ROW
 from ragframe.schema import TMP, require_columns, require_kind
 
 OFFSETS = (c.START_CHAR, c.END_CHAR)
@@ -104,7 +103,7 @@ def _check_kinds(schema: pl.Schema, what: str) -> None:
 def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.LazyFrame, list[str]]:
     """Check the candidate schema; return canonical columns and passthrough names.
 
-    The result has ``ROW`` (input order), the :data:`KNOWN` columns (the optional ones,
+    The result has ``c.T_ROW`` (input order), the :data:`KNOWN` columns (the optional ones,
     :data:`OPTIONAL`, only when given: see :func:`absent`), ``text`` and the offsets
     unless a chunk store supplies them, and the passthrough columns.
     """
@@ -131,8 +130,8 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
     text_side = (
         [] if has_store else [pl.col(c.TEXT).cast(pl.String), *_offset_exprs(offsets, "candidates")]
     )
-    out = lf.with_row_index(ROW).select(
-        ROW,
+    out = lf.with_row_index(c.T_ROW).select(
+        c.T_ROW,
         validated(
             c.QUERY_ID, pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64, "candidates"
         ),
@@ -153,11 +152,6 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
 
 def _offset_exprs(offsets: bool, what: str) -> list[pl.Expr]:
     return [validated(n, pl.Int64, what) for n in OFFSETS] if offsets else []
-
-
-KEY = f"{TMP}key"
-"""The chunk store's join key when entities are integers: (entity, chunk index) as one
-Int128 (see :func:`store_key`)."""
 
 
 def store_key(entity_dtype: pl.DataType) -> list[pl.Expr]:
@@ -206,7 +200,7 @@ def chunk_store(
     require_kind(schema, c.ENTITY_ID, kind, "chunks")
     _check_kinds(schema.__class__({n: schema[n] for n in need[1:]}), "chunks")
     key = store_key(candidates[c.ENTITY_ID])  # unnamed: Polars takes no alias in a join key
-    names = [c.ENTITY_ID, c.CHUNK_INDEX] if len(key) > 1 else [KEY]
+    names = [c.ENTITY_ID, c.CHUNK_INDEX] if len(key) > 1 else [c.T_KEY]
     typed = store.select(
         pl.col(c.ENTITY_ID).cast(candidates[c.ENTITY_ID]),
         pl.col(c.CHUNK_INDEX).cast(pl.Int64),

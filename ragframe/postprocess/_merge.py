@@ -25,19 +25,11 @@ from ragframe._arrow import strings
 from ragframe.postprocess._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._merge import merge
 from ragframe.postprocess._kernels._order import ordered_in_segments
-from ragframe.postprocess._select import ENTITY, RANK, SIM, TYPE
-from ragframe.schema import TMP
-
-TOTAL = f"{TMP}total"
-"""The running length of a query's blocks, up to and with this one (rule 10)."""
-_KERNEL = f"{TMP}kernel"
-CHARS = f"{TMP}chars"
-"""A block's length in code points."""
 
 _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
     c.END_CHUNK_INDEX: pl.Int64,
     c.TEXT: pl.String,
-    CHARS: pl.Int64,
+    c.T_CHARS: pl.Int64,
     c.MAX_SIMILARITY: pl.Float64,
     c.AVG_SIMILARITY: pl.Float64,
     c.SOURCE_CHUNK_COUNT: pl.Int64,
@@ -68,7 +60,7 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     within each query by (entity, type, chunk index, rank), so each group's chunks
     together, in (chunk index, ranking) order.
 
-    ``RANK``, a row's place in the whole ranking, puts the rows in (query, ranking)
+    ``c.T_RANK``, a row's place in the whole ranking, puts the rows in (query, ranking)
     order: one stable integer sort, near-linear when the rows are nearly in that order
     already. The sequence of rule 5 then sorts each query's rows by (entity, chunk
     index), ties in ranking order; a group's rows share its entity, so its first
@@ -78,10 +70,10 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     is no key. String keys sort by their dense rank (Polars' string order); a query's
     rows are few, so they are ordered by a compiled sort within each query.
     """
-    rank = parts[RANK].to_numpy()
+    rank = parts[c.T_RANK].to_numpy()
     ranked = np.argsort(rank, kind="stable") if len(rank) else np.zeros(0, dtype=np.int64)
     query = parts[c.QUERY_ID].gather(pl.Series(ranked))  # text would be costly to gather
-    if not query.is_sorted():  # RANK is a place in a ranking sorted by query
+    if not query.is_sorted():  # c.T_RANK is a place in a ranking sorted by query
         raise RuntimeError("internal error: ranks out of query order in the merge kernel")
 
     def code(name: str) -> npt.NDArray[np.int64]:
@@ -91,8 +83,8 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
         return column.cast(pl.Int64).to_numpy()[ranked]
 
     starts = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
-    group = [ENTITY, *([TYPE] if typed else [])]
-    keys = np.column_stack([code(name) for name in [*group, c.CHUNK_INDEX, RANK]])
+    group = [c.T_ENTITY, *([c.T_TYPE] if typed else [])]
+    keys = np.column_stack([code(name) for name in [*group, c.CHUNK_INDEX, c.T_RANK]])
     keys = keys.astype(np.int64, copy=False).reshape(len(ranked), len(group) + 2)
     within = ordered_in_segments(starts, keys)
     keys = keys[within]  # queries stay where they are: ``starts`` still marks them
@@ -184,7 +176,7 @@ def _merge_kernel(
             order,
             rows_in.group_start,
             rows_in.chunk_index,
-            merged(SIM),
+            merged(c.T_SIM),
             merged(c.RERANK_SCORE),
             max_gap,
             cap,
@@ -214,7 +206,7 @@ def _merge_kernel(
                 **columns,
                 c.END_CHUNK_INDEX: m.end_chunk_index[rows],
                 c.TEXT: strings(m.buffer, m.begin[rows], m.size[rows]),
-                CHARS: m.chars[rows],
+                c.T_CHARS: m.chars[rows],
                 c.MAX_SIMILARITY: m.max_similarity[rows],
                 c.AVG_SIMILARITY: m.sum_similarity[rows] / count,
                 c.SOURCE_CHUNK_COUNT: count,
@@ -227,7 +219,7 @@ def _merge_kernel(
                     )
                 ),
                 c.BLOCK_RANK: block_rank,
-                TOTAL: running,
+                c.T_TOTAL: running,
             }
         )
         return blocks.to_struct(batch.name)
@@ -245,7 +237,7 @@ def blocks(
 ) -> pl.LazyFrame:
     """Rules 5-9: one row per block, queries ascending, each query's blocks in rule 9's
     order (ranking score, descending; ties by group, then block: :func:`_rule9_order`).
-    ``kept`` rows in any order; their ``RANK`` (a place in the whole ranking) orders them.
+    ``kept`` rows in any order; their ``c.T_RANK`` (a place in the whole ranking) orders them.
 
     The ``passthrough`` columns come from each block's first chunk.
     """
@@ -253,8 +245,8 @@ def blocks(
     offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
     first = {
         c.QUERY_ID: c.QUERY_ID,
-        TYPE: c.ENTITY_TYPE,
-        ENTITY: c.ENTITY_ID,
+        c.T_TYPE: c.ENTITY_TYPE,
+        c.T_ENTITY: c.ENTITY_ID,
         c.CHUNK_INDEX: c.START_CHUNK_INDEX,
         **{name: name for name in passthrough},
     }
@@ -264,12 +256,12 @@ def blocks(
             **{name: schema[column] for column, name in first.items()},
             **_STATS,
             c.BLOCK_RANK: pl.Int64,
-            TOTAL: pl.Int64,
+            c.T_TOTAL: pl.Int64,
         }
     )
-    columns = [c.TEXT, RANK, SIM, c.RERANK_SCORE, *offsets, *first]
+    columns = [c.TEXT, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *offsets, *first]
     inputs = pl.struct(*dict.fromkeys(columns))
     kernel = inputs.map_batches(
         _merge_kernel(max_gap, cap, by_offsets, first, typed), return_dtype=dtype
     )
-    return kept.select(kernel.alias(_KERNEL)).unnest(_KERNEL)
+    return kept.select(kernel.alias(c.T_KERNEL)).unnest(c.T_KERNEL)

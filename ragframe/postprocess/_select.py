@@ -21,20 +21,7 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe.postprocess._kernels._walk import walk
-from ragframe.schema import TMP
 
-ROW = f"{TMP}row"
-SIM = f"{TMP}sim"
-START = f"{TMP}start"
-TYPE = f"{TMP}type"
-ENTITY = f"{TMP}entity"
-RANK = f"{TMP}rank"
-_SURE = f"{TMP}sure"
-_HASH = f"{TMP}hash"
-HEAD = f"{TMP}head"
-_FULL = f"{TMP}full"
-_POSITION = f"{TMP}position"
-_BASE = f"{TMP}base"
 FIRST_PASS = 1.5
 """The first walk takes each query's first ``FIRST_PASS * top_k`` candidates: room for
 a few repeats, so that few queries need the second (measured on the benchmark data:
@@ -46,35 +33,29 @@ def first_pass_width(top_k: int) -> int:
     return max(top_k, int(FIRST_PASS * top_k))
 
 
-_SELECTED = "selected"
-_WALK = f"{TMP}walk"
-_COUNT = "count"
-_BEST = "best"
-
-
 def signed_zero_free(expr: pl.Expr) -> pl.Expr:
     """``expr`` with -0.0 replaced by 0.0, so sorting ties them as the seed does."""
     return pl.when(expr == 0.0).then(0.0).otherwise(expr)
 
 
 def _ranked(lf: pl.LazyFrame, keep: int | None = None) -> pl.LazyFrame:
-    """Rules 1-2: ranking score, each candidate's row in the ranking (``RANK``: also its
-    query's order) and whether it is its query's first (``START``). With ``keep``, only
+    """Rules 1-2: ranking score, each candidate's row in the ranking (``c.T_RANK``: also its
+    query's order) and whether it is its query's first (``c.T_START``). With ``keep``, only
     each query's first ``keep`` rows."""
     query = pl.col(c.QUERY_ID)  # never null: the first row starts a query too
     # a sort key, not a column; without rerank scores the similarity
     reranked = c.RERANK_SCORE in lf.collect_schema()
-    score = signed_zero_free(pl.coalesce(c.RERANK_SCORE, SIM) if reranked else pl.col(SIM))
+    score = signed_zero_free(pl.coalesce(c.RERANK_SCORE, c.T_SIM) if reranked else pl.col(c.T_SIM))
     ranked = (
-        lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(SIM))
+        lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(c.T_SIM))
         .drop(c.SIMILARITY)
         .sort([query, score], descending=[False, True], maintain_order=True)
-        .with_row_index(RANK)  # cheaper than an int_range on the streaming engine
+        .with_row_index(c.T_RANK)  # cheaper than an int_range on the streaming engine
     )
     if keep is not None:
         ranked = ranked.group_by(c.QUERY_ID, maintain_order=True).head(keep)
     return ranked.with_columns(
-        pl.col(RANK).cast(pl.Int64), query.ne_missing(query.shift(1)).alias(START)
+        pl.col(c.T_RANK).cast(pl.Int64), query.ne_missing(query.shift(1)).alias(c.T_START)
     )
 
 
@@ -87,23 +68,23 @@ def entity_key(typed: bool) -> list[str]:
 def _since_start(running: pl.Expr) -> pl.Expr:
     """A running value (over all rows, in ranking order) less its value on the query's
     first row: the same value counted from each query's start, without a window."""
-    return running - pl.when(START).then(running).forward_fill()
+    return running - pl.when(c.T_START).then(running).forward_fill()
 
 
 def _headed(ranked: pl.LazyFrame, width: int) -> pl.LazyFrame:
-    """Mark each query's first ``width`` rows (``HEAD``) and, on every row, whether the
-    query has rows past them (``_FULL``): see :func:`kept_chunks`. Rows in ranking
+    """Mark each query's first ``width`` rows (``c.T_HEAD``) and, on every row, whether the
+    query has rows past them (``c.T_MORE``): see :func:`kept_chunks`. Rows in ranking
     order."""
-    position = _since_start(pl.col(RANK))  # in the query's order
+    position = _since_start(pl.col(c.T_RANK))  # in the query's order
     query = pl.col(c.QUERY_ID)
-    return ranked.with_columns(position.alias(_POSITION)).with_columns(
-        (pl.col(_POSITION) < width).alias(HEAD),
-        pl.when(pl.col(_POSITION) == width)
+    return ranked.with_columns(position.alias(c.T_POSITION)).with_columns(
+        (pl.col(c.T_POSITION) < width).alias(c.T_HEAD),
+        pl.when(pl.col(c.T_POSITION) == width)
         .then(True)
         .when(query.ne_missing(query.shift(-1)))  # the query's last row
         .then(False)
         .backward_fill()
-        .alias(_FULL),
+        .alias(c.T_MORE),
     )
 
 
@@ -118,13 +99,13 @@ def _reachable(ranked: pl.LazyFrame, top_k: int, typed: bool) -> pl.LazyFrame:
     """
     key = pl.struct(c.QUERY_ID, *entity_key(typed)).hash()
     sure = pl.col(c.ENTITY_ID).is_null() | key.is_first_distinct()
-    seen = pl.col(_SURE)  # sure rows before this one, over the whole frame
+    seen = pl.col(c.T_SURE)  # sure rows before this one, over the whole frame
     before = _since_start(seen)
     return (
-        ranked.with_columns(sure.cast(pl.Int64).alias(_SURE))
-        .with_columns((seen.cum_sum() - seen).alias(_SURE))
+        ranked.with_columns(sure.cast(pl.Int64).alias(c.T_SURE))
+        .with_columns((seen.cum_sum() - seen).alias(c.T_SURE))
         .filter(before < top_k)
-        .drop(_SURE)
+        .drop(c.T_SURE)
     )
 
 
@@ -137,15 +118,15 @@ def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
         parts = batch.struct.unnest()
         selected, count, best = walk(
             parts[c.TEXT],
-            parts[RANK].to_numpy(),
-            parts[START].to_numpy(),
-            parts[SIM].to_numpy(),
+            parts[c.T_RANK].to_numpy(),
+            parts[c.T_START].to_numpy(),
+            parts[c.T_SIM].to_numpy(),
             parts[c.ENTITY_ID],
             parts[c.ENTITY_TYPE],
-            parts[_HASH].to_numpy().view(np.int64),
+            parts[c.T_HASH].to_numpy().view(np.int64),
             top_k,
         )
-        columns = {_SELECTED: selected, _COUNT: count, _BEST: best}
+        columns = {c.T_SELECTED: selected, c.T_COUNT: count, c.T_BEST: best}
         return pl.DataFrame(columns).to_struct(batch.name)
 
     return kernel
@@ -153,17 +134,17 @@ def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
 
 def _walked(top_k: int, typed: bool) -> pl.Expr:
     """Rule 3 over rows in any order (whole queries, each a prefix of its ranking):
-    struct of ``_SELECTED``, ``_COUNT``, ``_BEST``."""
+    struct of ``c.T_SELECTED``, ``c.T_COUNT``, ``c.T_BEST``."""
     inputs = pl.struct(
         c.TEXT,
-        RANK,
-        START,
-        SIM,
+        c.T_RANK,
+        c.T_START,
+        c.T_SIM,
         c.ENTITY_ID,
         c.ENTITY_TYPE,
-        pl.struct(*entity_key(typed)).hash().alias(_HASH),
+        pl.struct(*entity_key(typed)).hash().alias(c.T_HASH),
     )
-    dtype = pl.Struct({_SELECTED: pl.Boolean, _COUNT: pl.Int64, _BEST: pl.Float64})
+    dtype = pl.Struct({c.T_SELECTED: pl.Boolean, c.T_COUNT: pl.Int64, c.T_BEST: pl.Float64})
     return inputs.map_batches(_walk_kernel(top_k), return_dtype=dtype)
 
 
@@ -178,8 +159,8 @@ def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.E
 def group_key(zero: int | str, typed: bool) -> list[pl.Expr]:
     """Rule 5's group key beside the query: (type or "", entity or zero)."""
     return [
-        (pl.col(c.ENTITY_TYPE).fill_null("") if typed else pl.lit("")).alias(TYPE),
-        pl.col(c.ENTITY_ID).fill_null(zero).alias(ENTITY),
+        (pl.col(c.ENTITY_TYPE).fill_null("") if typed else pl.lit("")).alias(c.T_TYPE),
+        pl.col(c.ENTITY_ID).fill_null(zero).alias(c.T_ENTITY),
     ]
 
 
@@ -194,21 +175,21 @@ def kept_chunks(
     absent: Sequence[pl.Expr] = (),
 ) -> pl.LazyFrame:
     """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns, in
-    any order: ``RANK``, each row's place in the whole ranking, orders them (queries
+    any order: ``c.T_RANK``, each row's place in the whole ranking, orders them (queries
     ascending, each in ranking order).
 
-    ``slim`` holds the canonical candidates without text (with a ``ROW`` index when
+    ``slim`` holds the canonical candidates without text (with a ``c.T_ROW`` index when
     the text is inline); ``texts`` holds ``text``, joined by ``on``: the key as
-    expressions over the candidates and as ``texts``' columns (``ROW``, or the chunk
+    expressions over the candidates and as ``texts``' columns (``c.T_ROW``, or the chunk
     store's key: :func:`ragframe.postprocess._inputs.store_key`). ``typed=False`` says every
     ``entity_type`` is null (the input has none); ``absent`` adds the optional columns
     ``slim`` lacks (null literals), after the reach.
 
     Text is joined only where the walk may need it, in two passes. The first walks
-    each query's first :func:`first_pass_width` candidates (``HEAD``): where it selects
+    each query's first :func:`first_pass_width` candidates (``c.T_HEAD``): where it selects
     top_k of them, the walk stops there whatever follows, as it does unless repeats are
     common. The second walks again only the queries the first did not fill and that
-    have more candidates (``_FULL``), over their reachable prefix (:func:`_reachable`).
+    have more candidates (``c.T_MORE``), over their reachable prefix (:func:`_reachable`).
     Texts are normalized only where a chunk shares its group with another (repeats and
     merges need a partner).
     """
@@ -216,32 +197,40 @@ def kept_chunks(
     ranked = _headed(_ranked(slim, keep=width + 1), width)  # one past: is there more?
 
     def with_text(rows: pl.LazyFrame) -> pl.LazyFrame:
-        # any row order (cheaper on the streaming engine): RANK orders the rows
+        # any row order (cheaper on the streaming engine): c.T_RANK orders the rows
         joined = rows.join(texts, left_on=on[0], right_on=on[1], how="left")
         extra = [name for name in on[1] if name not in rows.collect_schema()]  # a store key
         return joined.drop(extra).with_columns(
             pl.col(c.TEXT).fill_null(""), *group_key(zero, typed), *absent
         )
 
-    walked = pl.col(_WALK).struct.field
-    count, t = walked(_COUNT), threshold_expr(walked(_COUNT), top_k, min_similarity)
+    walked = pl.col(c.T_WALK).struct.field
+    count, t = walked(c.T_COUNT), threshold_expr(walked(c.T_COUNT), top_k, min_similarity)
     # rule 4's fallback: the first selected chunk is the query's first candidate
-    keep = walked(_SELECTED) & ((pl.col(SIM) >= t) | (pl.col(START) & (walked(_BEST) < t)))
+    keep = walked(c.T_SELECTED) & (
+        (pl.col(c.T_SIM) >= t) | (pl.col(c.T_START) & (walked(c.T_BEST) < t))
+    )
     # cached: both the kept rows and the list of queries to walk again read it
-    head = with_text(ranked.filter(HEAD)).with_columns(_walked(top_k, typed).alias(_WALK)).cache()
-    unfilled = pl.col(_FULL) & (count < top_k)
+    head = (
+        with_text(ranked.filter(c.T_HEAD))
+        .with_columns(_walked(top_k, typed).alias(c.T_WALK))
+        .cache()
+    )
+    unfilled = pl.col(c.T_MORE) & (count < top_k)
     # each of those queries with its first row's rank in the whole ranking
-    short = head.filter(pl.col(START) & unfilled).select(c.QUERY_ID, pl.col(RANK).alias(_BASE))
+    short = head.filter(pl.col(c.T_START) & unfilled).select(
+        c.QUERY_ID, pl.col(c.T_RANK).alias(c.T_BASE)
+    )
     # the candidates of those queries, in input order (the ranking's tie-break), ranked
     # again; a row's rank in the whole ranking is its query's first rank plus its
-    # position in the query, so every kept row's RANK orders it among all of them
+    # position in the query, so every kept row's c.T_RANK orders it among all of them
     rest = slim.join(short.select(c.QUERY_ID), on=c.QUERY_ID, how="semi", maintain_order="left")
     reach = _reachable(_headed(_ranked(rest), width), top_k, typed)
     reach = reach.join(short, on=c.QUERY_ID, how="left").with_columns(
-        (pl.col(_BASE) + pl.col(_POSITION)).alias(RANK)
+        (pl.col(c.T_BASE) + pl.col(c.T_POSITION)).alias(c.T_RANK)
     )
-    again = with_text(reach).with_columns(_walked(top_k, typed).alias(_WALK))
+    again = with_text(reach).with_columns(_walked(top_k, typed).alias(c.T_WALK))
     done = head.filter(keep & ~unfilled)
-    drop = [_WALK, HEAD, _FULL, _POSITION]
+    drop = [c.T_WALK, c.T_HEAD, c.T_MORE, c.T_POSITION]
     again = again.filter(keep).select(done.collect_schema().names())  # same column order
     return pl.concat([done, again], how="vertical").drop(drop)

@@ -18,12 +18,12 @@ from typing import Any
 
 import polars as pl
 
+from ragframe import schema as c
 from ragframe.schema import (
     DOC_ID,
     SECTION_INDEX,
     TEXT,
     TITLE,
-    TMP,
     TRUNCATED,
     WINDOW_INDEX,
     require_columns,
@@ -35,8 +35,6 @@ from ragframe.window._slide import slide
 
 SECTION_SEPARATOR = "\n\n"
 """Joins the rendered sections of a document."""
-
-_FULL = f"{TMP}full"
 
 
 def _render_section(title: str | pl.Expr, text: str | pl.Expr) -> pl.Expr:
@@ -71,7 +69,7 @@ def _documents(sections: Any) -> pl.LazyFrame:
     rendered = pl.when(pl.col(SECTION_INDEX).is_not_null()).then(_render_section(title, TEXT))
     ordered = rendered.sort_by(SECTION_INDEX, maintain_order=True).drop_nulls()
     return frame.group_by(DOC_ID, maintain_order=True).agg(
-        ordered.str.join(SECTION_SEPARATOR).alias(_FULL)
+        ordered.str.join(SECTION_SEPARATOR).alias(c.T_FULL_TEXT)
     )
 
 
@@ -104,7 +102,7 @@ def assemble(sections: Any, config: WindowConfig) -> pl.LazyFrame:
         >>> assemble(s, WindowConfig(window_chars=12)).collect().row(0)
         (1, 'Intro\\nabc\\n\\nd', True)
     """
-    full = pl.col(_FULL)
+    full = pl.col(c.T_FULL_TEXT)
     return _documents(sections).select(
         DOC_ID,
         full.str.slice(0, config.window_chars).alias(TEXT),
@@ -142,7 +140,7 @@ def windows(sections: Any, config: WindowConfig) -> pl.LazyFrame:
     """
     return slide(
         _documents(sections),
-        text=_FULL,
+        text=c.T_FULL_TEXT,
         keys=(DOC_ID,),
         index=WINDOW_INDEX,
         window=config.window_chars,

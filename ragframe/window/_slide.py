@@ -42,13 +42,16 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from ragframe import schema as c
 from ragframe._arrow import string_bytes, string_views, view_cells
-from ragframe.schema import END_CHAR, START_CHAR, TEXT, TMP
+from ragframe.schema import (
+    END_CHAR,
+    START_CHAR,
+    TEXT,
+)
 
 Ints = npt.NDArray[np.int64]
 
-_TEXT = f"{TMP}text"
-_LEN = f"{TMP}len"
 _RUN = 512
 """Bytes of non-ASCII text checked at once for being all ASCII."""
 
@@ -181,11 +184,11 @@ def _windows(chars: Ints, window: int, step: int) -> tuple[Ints, Ints, Ints, Int
 def _cut(
     frame: pl.DataFrame, *, keys: Sequence[str], index: str, window: int, step: int
 ) -> pl.DataFrame:
-    """The kernel: every window of every row of ``frame`` (keys, ``_TEXT``, ``_LEN``)."""
-    column = frame[_TEXT]
+    """The kernel: every window of every row of ``frame`` (keys, ``c.T_TEXT``, ``c.T_LENGTH``)."""
+    column = frame[c.T_TEXT]
     cells = view_cells(column)
     nbytes, source, at = cells.length, cells.source, cells.position
-    chars = frame[_LEN].to_numpy().astype(np.int64)
+    chars = frame[c.T_LENGTH].to_numpy().astype(np.int64)
     doc, k, start, end = _windows(chars, window, step)
     position, length = at[doc] + start, end - start  # in ASCII texts bytes are characters
     rows, first, last = _non_ascii(column, chars, nbytes, doc, start, end, window)
@@ -214,7 +217,7 @@ def slide(
     string buffers (see the module docstring).
     """
     body = pl.col(text).fill_null("")
-    texts = frame.select(*keys, body.alias(_TEXT), body.str.len_chars().alias(_LEN))
+    texts = frame.select(*keys, body.alias(c.T_TEXT), body.str.len_chars().alias(c.T_LENGTH))
     known = texts.collect_schema()
     schema = pl.Schema(
         [(key, known[key]) for key in keys]
