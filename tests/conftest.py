@@ -136,10 +136,7 @@ def run_engine(
     engine: str = "auto",
 ) -> Rows:
     """The vectorized engine, collected (``engine`` as in ``LazyFrame.collect``)."""
-    postprocess = getattr(ragframe, "postprocess", None)
-    if not callable(postprocess):
-        pytest.fail("ragframe.postprocess (the engine) is not merged into this branch yet")
-    out = postprocess(candidates, cfg, chunks=chunks)
+    out = ragframe.postprocess(candidates, cfg, chunks=chunks)
     assert isinstance(out, pl.LazyFrame)
     return out.collect(engine=engine).to_dicts()  # type: ignore[no-any-return]
 

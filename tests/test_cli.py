@@ -1,18 +1,23 @@
-"""The ``ragframe postprocess`` command: formats, summary, errors, atomic output."""
+"""The ``ragframe`` commands: formats, summary, errors, atomic output, and the options
+generated from each config (one per field, with help and default, old spellings kept)."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 import pytest
 
 import ragframe
 from ragframe import schema as c
-from ragframe.cli import main
+from ragframe.cli import build_parser, main
+from ragframe.cli._options import add_config_options, config_from_args, docstring_args
+from ragframe.fetch import FetchConfig, fetch
 from ragframe.io import read_table, write_table
 from ragframe.postprocess import PostprocessConfig
 from tests.conftest import cand, frame
@@ -125,7 +130,7 @@ def test_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
         ("--max-blocks", "5"),
         ("--max-characters", "8000"),
         ("--max-merged-block-characters", "2000"),
-        ("--overlap", "text"),
+        ("--overlap", "'text'"),
     ]:
         assert option in text
         if default is not None:
@@ -233,3 +238,152 @@ def test_readme_first_command_on_default_data(
     assert blocks[c.QUERY_ID].n_unique() == queries.height
     assert blocks[c.TEXT].str.len_chars().min() > 0  # type: ignore[operator]
     assert _value(out, "queries") == str(queries.height)
+
+
+# --- options generated from the configs ----------------------------------------------
+
+
+def _subparser(command: str) -> argparse.ArgumentParser:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = sub.choices[command]
+    return parser
+
+
+def _shown(default: object) -> str:
+    return f"(default: {default!r})" if isinstance(default, str) else f"(default: {default})"
+
+
+@pytest.mark.parametrize(
+    ("command", "config"),
+    [("postprocess", PostprocessConfig), ("fetch", FetchConfig)],
+    ids=["postprocess", "fetch"],
+)
+def test_every_config_field_has_an_option_with_help_and_default(
+    command: str, config: type[Any]
+) -> None:
+    parser = _subparser(command)
+    actions = {a.dest: a for a in parser._actions}
+    text = " ".join(parser.format_help().split())
+    for field in dataclasses.fields(config):
+        action = actions.get(field.name)
+        assert action is not None, f"{config.__name__}.{field.name} has no option"
+        assert "--" + field.name.replace("_", "-") in action.option_strings
+        assert action.default == field.default
+        shown = _shown(field.default)
+        assert action.help is not None and action.help.endswith(shown), field.name
+        assert action.help.removesuffix(shown).strip(), f"{field.name} has no help"
+        assert "see" not in action.help.split(), field.name  # the defining class's text
+        assert shown in text[text.index(action.option_strings[0] + " ") :], field.name
+
+
+def _fetch_args(*options: str) -> argparse.Namespace:
+    return build_parser().parse_args(["fetch", "r.csv", "d.csv", "-o", "o.csv", *options])
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--threshold", "400", "--fragments", "2"],
+        ["--fulltext-threshold", "400", "--number-of-fragments", "2"],
+    ],
+    ids=["old", "new"],
+)
+def test_fetch_spellings_parse_to_the_same_config(options: list[str]) -> None:
+    got = config_from_args(FetchConfig, _fetch_args(*options))
+    assert got == FetchConfig(fulltext_threshold=400, number_of_fragments=2)
+
+
+def test_fetch_options_default_to_the_config() -> None:
+    assert config_from_args(FetchConfig, _fetch_args()) == FetchConfig()
+
+
+BOUNDARY_TEXT = "alpha bravo charlie delta echo foxtrot lift golf hotel india juliet kilo lima"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["--boundary-max-scan", "0"], ["--boundary-chars", "o"]],
+    ids=["max-scan", "chars"],
+)
+def test_fetch_boundary_options_change_the_passages(tmp_path: Path, options: list[str]) -> None:
+    requests = pl.DataFrame({"query_id": [1], "query": ["lift"], "doc_id": [1]})
+    documents = pl.DataFrame({"doc_id": [1], "content": [BOUNDARY_TEXT]})
+    requests.write_parquet(tmp_path / "r.parquet")
+    documents.write_parquet(tmp_path / "d.parquet")
+    base = ["--threshold", "10", "--fragment-size", "20", "--fragments", "1"]
+
+    def run(name: str, *extra: str) -> list[str]:
+        argv = ["fetch", str(tmp_path / "r.parquet"), str(tmp_path / "d.parquet")]
+        assert main([*argv, "-o", str(tmp_path / name), *base, *extra]) == 0
+        return pl.read_parquet(tmp_path / name)["content"].to_list()
+
+    default, changed = run("default.parquet"), run("changed.parquet", *options)
+    assert default == ["foxtrot lift golf hotel..."]
+    assert changed != default
+    key = options[0].removeprefix("--").replace("-", "_")
+    value: object = int(options[1]) if key == "boundary_max_scan" else options[1]
+    cfg = FetchConfig(fulltext_threshold=10, fragment_size=20, number_of_fragments=1)
+    want = fetch(requests, documents, dataclasses.replace(cfg, **{key: value})).collect()
+    assert changed == want["content"].to_list()
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _Base:
+    """A base config.
+
+    Args:
+        size: how big, in %
+            of the whole.
+        mode: ``"a"`` or ``"b"``.
+        name: who.
+
+    Raises:
+        ValueError: never.
+    """
+
+    size: int = 5
+    mode: Literal["a", "b"] = "a"
+    name: str = "x\ty"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _Derived(_Base):
+    """A derived config.
+
+    Args:
+        ratio: a share (:class:`~ragframe.PostprocessConfig`).
+        size, mode,
+            name: see :class:`_Base`.
+    """
+
+    ratio: float
+    name: str = "z"
+
+
+def test_docstring_args_parses_entries_and_continuations() -> None:
+    assert docstring_args(_Base) == {
+        "size": "how big, in % of the whole.",
+        "mode": '"a" or "b".',
+        "name": "who.",
+    }
+    derived = docstring_args(_Derived)
+    assert derived["ratio"] == "a share (PostprocessConfig)."
+    assert derived["size"] == derived["mode"] == derived["name"] == "see _Base."
+
+
+def test_generated_options_for_a_subclass() -> None:
+    parser = argparse.ArgumentParser()
+    add_config_options(parser, _Derived, aliases={"size": ["--old-size"]})
+    actions = {a.dest: a for a in parser._actions if a.dest != "help"}
+    assert list(actions) == ["name", "ratio", "size", "mode"]  # own fields first
+    assert actions["ratio"].required and actions["ratio"].metavar == "X"
+    assert actions["ratio"].help == "a share (PostprocessConfig)"
+    assert actions["size"].help == "how big, in %% of the whole (default: 5)"
+    assert actions["size"].option_strings == ["--size", "--old-size"]
+    assert actions["mode"].choices == ["a", "b"]
+    assert actions["name"].help == "see _Base (default: 'z')"  # redefined: its own text
+    assert "in % of the whole" in " ".join(parser.format_help().split())
+    args = parser.parse_args(["--ratio", "0.5", "--old-size", "7", "--mode", "b"])
+    assert config_from_args(_Derived, args) == _Derived(ratio=0.5, size=7, mode="b")
+    with pytest.raises(ValueError, match="unknown _Derived fields"):
+        add_config_options(argparse.ArgumentParser(), _Derived, aliases={"nope": ["--n"]})

@@ -1,8 +1,13 @@
 """The ``ragframe`` command line: parse arguments, build configs, call the library.
 
-Each subcommand has an ``_add_<name>`` function that declares its arguments and a
-``_run_<name>`` function that runs it and returns a summary dict. ``main`` prints
-``error: <message>`` and exits with status 2 on any :class:`RagframeError`.
+One module per command: :mod:`.postprocess`, :mod:`.fetch` and :mod:`.window` (the
+``window`` and ``chunk`` commands). Each has an ``add_<name>`` function that declares
+the command's parser and a ``run_<name>`` function that runs it and returns a summary
+dict. :mod:`._options` generates a command's options from its config dataclass (one
+``--field-name`` per field, help from the config's docstring), and :mod:`._common`
+holds what the commands share: ``-o/--output``, collecting and writing with one-line
+errors. :func:`main` prints the summary, or ``error: <message>`` and exits with status
+2 on any :class:`RagframeError`.
 """
 
 from __future__ import annotations

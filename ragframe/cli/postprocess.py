@@ -9,6 +9,7 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe.cli._common import add_output, collect, write
+from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.io import scan_table, table_format
 from ragframe.postprocess import PostprocessConfig, postprocess
 
@@ -34,24 +35,6 @@ formats, by file extension: .parquet .pq, .arrow .ipc .feather, .csv,
 """
 
 
-_CONFIG_HELP: dict[str, str] = {
-    "top_k": "chunks selected per query by ranking score (rerank_score, else similarity), "
-    "skipping text repeated within the same entity (>= 1)",
-    "min_similarity": "base m of the adaptive threshold: selected chunks need similarity "
-    ">= 0.6*m (one selected) up to 1.2*m (top-k selected) (0..1)",
-    "max_chunk_gap": "largest chunk_index gap merged into one block; 1 = adjacent chunks "
-    "only, 0 = only repeated indexes (>= 0)",
-    "max_blocks": "blocks kept per query (>= 1)",
-    "max_characters": "total characters kept per query; a first block over it is "
-    "truncated at a word boundary (>= 1)",
-    "max_merged_block_characters": "largest merged block in characters; a chunk that "
-    "would exceed it starts a new block (>= 1)",
-    "overlap": "how overlap between merged chunks is removed: 'text' matches normalized "
-    "text like the seed; 'offsets' cuts exactly by start_char/end_char columns",
-}
-"""Help for each :class:`PostprocessConfig` field; the option is ``--field-name``."""
-
-
 def add_postprocess(sub: Any) -> None:
     """Declare ``ragframe postprocess`` and its options (one per config field)."""
     p = sub.add_parser(
@@ -74,23 +57,13 @@ def add_postprocess(sub: Any) -> None:
         "by (entity_id, chunk_index), only for the rows that need it",
     )
     add_output(p)
-    defaults = PostprocessConfig()
-    for name, text in _CONFIG_HELP.items():
-        default = getattr(defaults, name)
-        p.add_argument(
-            "--" + name.replace("_", "-"),
-            type=type(default),
-            default=default,
-            choices=["text", "offsets"] if name == "overlap" else None,
-            metavar={int: "N", float: "X"}.get(type(default)),
-            help=f"{text} (default: %(default)s)",
-        )
+    add_config_options(p, PostprocessConfig)
     p.set_defaults(run=run_postprocess)
 
 
 def run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``postprocess``; the summary counts queries, rows, blocks and characters."""
-    config = PostprocessConfig(**{name: getattr(args, name) for name in _CONFIG_HELP})
+    config = config_from_args(PostprocessConfig, args)
     table_format(args.output)
     candidates = scan_table(args.results)
     chunks = scan_table(args.chunks) if args.chunks else None

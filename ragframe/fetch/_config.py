@@ -30,13 +30,16 @@ class HighlightConfig:
         number_of_fragments: passages kept per pair (>= 1).
         highlighter: ``"fvh"`` (FastVectorHighlighter) or ``"unified"`` (sentences, BM25).
         order: ``"score"`` (best first, Fess) or ``"offset"`` (document order).
-        scoring: ``"fvh"`` fragment score: ``"terms"`` (the default: distinct query
-            terms first, then matches; passages cover more of the query) or
-            ``"matches"`` (match count, Lucene's ``SimpleFieldFragList`` as in Fess).
-        boundary_chars: characters fragment edges move to (tab, newline, U+0013, space).
-        boundary_max_scan: how far an edge may move, in characters (>= 0).
-        max_matches: matches considered per pair, first in text order (>= 1; Lucene's
-            phrase limit).
+        scoring: how ``"fvh"`` scores fragments: ``"terms"`` (distinct query terms
+            first, then matches; passages cover more of the query) or ``"matches"``
+            (match count, Lucene's ``SimpleFieldFragList`` as in Fess).
+        boundary_chars: the characters fragment edges move to (by default tab, newline,
+            U+0013 and space, as in Fess).
+        boundary_max_scan: how far a fragment edge may move to reach one of the
+            ``boundary_chars``, in characters (>= 0; 0 keeps the edges where they are).
+        max_matches: matches considered per pair, first in text order (>= 1; the
+            FastVectorHighlighter's phrase limit: 256 is OpenSearch's ``phrase_limit``
+            default, which Fess gets; Lucene's own default is unlimited).
 
     Raises:
         ConfigError: a parameter is out of range or of the wrong type.
@@ -74,7 +77,7 @@ class HighlightConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FetchConfig(HighlightConfig):
-    """Parameters of :func:`fetch`; the highlighter's default to Fess's settings, except
+    """Parameters of :func:`fetch`; the highlighter's defaults are Fess's settings, except
     ``scoring`` (see :class:`~ragframe.HighlightConfig`).
 
     Args:

@@ -8,9 +8,9 @@ once however many queries ask for it:
   Rules, per pair:
 
   1. Query terms are the distinct lower-cased word tokens of the query; matches are the
-     document's word tokens equal to a term (rules in :mod:`ragframe.fetch._analysis`). Only the
-     first ``max_matches`` matches in text order are considered (Lucene's phrase limit,
-     256 by default).
+     document's word tokens equal to a term (rules in :mod:`ragframe.fetch._analysis`).
+     Only the first ``max_matches`` matches in text order are considered (the phrase
+     limit: 256 by default, OpenSearch's ``phrase_limit``; Lucene's own is unlimited).
   2. Fragments (Lucene's ``BaseFragListBuilder`` with margin 6): walk matches in order,
      ``start_offset = 0``. A match starting before ``start_offset`` is skipped. Else it
      opens a fragment: ``span_start = max(first.start - 6, start_offset)``,

@@ -17,15 +17,21 @@ class PostprocessConfig:
     """Parameters of :func:`ragframe.postprocess` (the seed's names and meaning).
 
     Args:
-        top_k: chunks selected per query by ranking score, after removing repeats (>= 1).
-        min_similarity: base of the adaptive similarity threshold (0..1).
-        max_chunk_gap: largest chunk-index gap merged into one block (>= 0; 1 means
-            adjacent chunks only).
+        top_k: chunks selected per query by ranking score (``rerank_score``, else
+            ``similarity``), skipping text repeated within the same entity (>= 1).
+        min_similarity: base ``m`` of the adaptive similarity threshold: selected chunks
+            need a similarity of at least ``0.6 * m`` (one selected) up to ``1.2 * m``
+            (``top_k`` selected) (0..1).
+        max_chunk_gap: largest ``chunk_index`` gap merged into one block (>= 0; 1 means
+            adjacent chunks only, 0 only repeated indexes).
         max_blocks: blocks kept per query (>= 1).
-        max_characters: total characters kept per query (>= 1).
-        max_merged_block_characters: largest merged block, in characters (>= 1).
-        overlap: ``"text"`` (the seed: remove overlap by matching normalized text) or
-            ``"offsets"`` (opt-in: remove it exactly by ``start_char``/``end_char``).
+        max_characters: total characters kept per query; a first block over it is
+            truncated at a word boundary (>= 1).
+        max_merged_block_characters: largest merged block, in characters; a chunk that
+            would exceed it starts a new block (>= 1).
+        overlap: how the overlap between merged chunks is removed: ``"text"`` (the
+            seed: by matching normalized text) or ``"offsets"`` (opt-in: exactly by the
+            ``start_char``/``end_char`` columns).
 
     Raises:
         ConfigError: a parameter is out of range or of the wrong type.
