@@ -15,7 +15,8 @@ import ragframe
 from ragframe import schema as c
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.postprocess import PostprocessConfig
-from ragframe.postprocess._select import first_pass_width
+from ragframe.postprocess._select import first_pass_width, threshold_expr
+from ragframe.reference.postprocess import adaptive_threshold
 from tests.conftest import (
     Runner,
     assert_same_rows,
@@ -232,7 +233,11 @@ def test_invalid_config_is_rejected(kwargs: dict[str, Any], message: str) -> Non
     ids=["top_k_1", "none", "full", "between", "clamped"],
 )
 def test_adaptive_threshold(kwargs: dict[str, Any], selected: int, threshold: float) -> None:
-    assert PostprocessConfig(**kwargs).threshold(selected) == threshold
+    """Rule 4's formula, in the reference and in the engine's expression."""
+    cfg = PostprocessConfig(**kwargs)
+    assert adaptive_threshold(selected, cfg.top_k, cfg.min_similarity) == threshold
+    expr = threshold_expr(pl.lit(selected), cfg.top_k, cfg.min_similarity)
+    assert pl.select(expr).item() == pytest.approx(threshold, abs=1e-15)
 
 
 def test_config_at_its_edges_is_accepted() -> None:

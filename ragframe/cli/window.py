@@ -9,27 +9,15 @@ import polars as pl
 
 from ragframe import io
 from ragframe.cli._common import add_output, collect, write
+from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.schema import DOC_ID, TEXT, TRUNCATED
 from ragframe.window import WindowConfig, assemble, chunk, windows
 
 
 def _add_window_options(parser: argparse.ArgumentParser) -> None:
     add_output(parser)
-    parser.add_argument(
-        "--window",
-        type=int,
-        required=True,
-        metavar="N",
-        help="largest window, in characters (Unicode code points), >= 1",
-    )
-    parser.add_argument(
-        "--overlap",
-        type=int,
-        default=0,
-        metavar="N",
-        help="characters each window shares with the previous one, 0 <= N < --window "
-        "(default 0); windows start every (window - overlap) characters",
-    )
+    aliases = {"window_chars": ["--window"], "overlap_chars": ["--overlap"]}
+    add_config_options(parser, WindowConfig, aliases=aliases)
 
 
 def add_window(sub: Any) -> None:
@@ -56,7 +44,7 @@ def add_window(sub: Any) -> None:
 
 def run_window(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``window``; ``characters`` counts the characters written in ``text``."""
-    config = WindowConfig(window_chars=args.window, overlap_chars=args.overlap)
+    config = config_from_args(WindowConfig, args)
     sections = io.scan_table(args.sections)
     plan = assemble if args.single else windows
     result, counted = collect(
@@ -91,7 +79,7 @@ def add_chunk(sub: Any) -> None:
 
 def run_chunk(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``chunk``; ``characters`` counts the characters written in ``text``."""
-    config = WindowConfig(window_chars=args.window, overlap_chars=args.overlap)
+    config = config_from_args(WindowConfig, args)
     documents = io.scan_table(args.documents)
     result, counted = collect(
         lambda: [chunk(documents, config), documents.select(pl.len())], args.documents

@@ -11,8 +11,7 @@ Parameters                            :mod:`._config` (:class:`PostprocessConfig
 3. distinct top-K                     :mod:`._select` (reach, text join, two passes);
                                       kernel :mod:`._kernels._walk`, containment
                                       :mod:`._kernels._contains`
-4. adaptive threshold                 :mod:`._select` (``threshold_expr``);
-                                      the formula also in :mod:`._config`
+4. adaptive threshold                 :mod:`._select` (``threshold_expr``)
 5. sort and group                     :mod:`._merge` (``merge_order``); in-query sort
                                       :mod:`._kernels._order`
 6. merge, block size cap              :mod:`._merge` (wrapper); kernel

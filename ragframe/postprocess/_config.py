@@ -1,5 +1,4 @@
-"""``PostprocessConfig``: the seed's parameters, validated (SPEC 1, "Parameters"), and
-rule 4's threshold formula as the seed writes it."""
+"""``PostprocessConfig``: the seed's parameters, validated (SPEC 1, "Parameters")."""
 
 from __future__ import annotations
 
@@ -58,14 +57,3 @@ class PostprocessConfig:
         check_int("max_merged_block_characters", self.max_merged_block_characters, 1)
         if self.overlap not in ("text", "offsets"):
             raise ConfigError(f"overlap must be 'text' or 'offsets', got {self.overlap!r}")
-
-    def threshold(self, selected: int) -> float:
-        """The seed's adaptive similarity threshold for ``selected`` chunks."""
-        m, k = float(self.min_similarity), self.top_k
-        if selected <= 1:
-            t = 0.6 * m
-        elif selected >= k:
-            t = 1.2 * m
-        else:
-            t = m * (0.6 + 0.6 * (selected - 1) / (k - 1))
-        return min(1.0, max(0.0, t))

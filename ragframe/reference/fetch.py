@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import polars as pl
@@ -27,23 +27,19 @@ from ragframe.reference._analysis import (
     query_terms,
 )
 
-
-@dataclass(frozen=True)
-class FetchParams:
-    """The parameters the reference reads, with SPEC 2's defaults (Fess's settings). A
-    ``FetchConfig`` or ``HighlightConfig`` may be passed instead: only these
-    attributes are read."""
-
-    fulltext_threshold: int = 3000
-    fragment_size: int = 1000
-    number_of_fragments: int = 5
-    highlighter: str = "fvh"
-    order: str = "score"
-    scoring: str = "terms"
-    boundary_chars: str = "\t\n\x13 "
-    boundary_max_scan: int = 20
-    max_matches: int = 256
-
+DEFAULTS = SimpleNamespace(
+    fulltext_threshold=3000,
+    fragment_size=1000,
+    number_of_fragments=5,
+    highlighter="fvh",
+    order="score",
+    scoring="terms",
+    boundary_chars="\t\n\x13 ",
+    boundary_max_scan=20,
+    max_matches=256,
+)
+"""SPEC 2's parameters with their defaults (Fess's settings). A ``FetchConfig`` or
+``HighlightConfig`` may be passed instead: only these attributes are read."""
 
 FVH_MARGIN = 6
 """Lucene's ``BaseFragListBuilder.MARGIN_DEFAULT``."""
@@ -157,7 +153,7 @@ def highlight_pair(
     query: str | None, content: str | None, config: Any = None
 ) -> tuple[list[Span], str] | None:
     """Passages ``[(start, end, score)]`` and joined text of one pair; None if no match."""
-    cfg = config if config is not None else FetchParams()
+    cfg = config if config is not None else DEFAULTS
     terms, text = query_terms(query), content or ""
     matches = find_matches(text, terms, cfg.max_matches) if terms else []
     if not matches:
@@ -253,7 +249,7 @@ def reference_fetch(
     sizes: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """:func:`ragframe.fetch`, one pair at a time (rows as dicts, then a DataFrame)."""
-    cfg, docs = config or FetchParams(), _documents(documents)
+    cfg, docs = config or DEFAULTS, _documents(documents)
     known: dict[Any, float | None] = {}
     if sizes is not None:
         for row in sizes.iter_rows(named=True):

@@ -12,9 +12,9 @@ class WindowConfig:
     """Parameters of :func:`windows`, :func:`assemble` and :func:`ragframe.chunk`.
 
     Args:
-        window_chars: the largest window, in characters (>= 1).
+        window_chars: the largest window, in characters (Unicode code points; >= 1).
         overlap_chars: characters each window shares with the previous one
-            (``0 <= overlap_chars < window_chars``). Windows start every
+            (``0 <= overlap_chars < window_chars``); windows start every
             ``window_chars - overlap_chars`` characters.
 
     Raises:
