@@ -42,12 +42,25 @@ PER_JVM = 1000
 
 
 class Fragment(NamedTuple):
-    """One Lucene fragment: its text, ``[start, end)`` in code points and its score."""
+    """One Lucene fragment: its text, ``[start, end)`` in code points, its score and
+    ``[start16, end16)``, Java's UTF-16 offsets.
+
+    Lucene counts UTF-16 units, so an edge can fall inside a surrogate pair (an emoji
+    where no boundary character is within reach). Then ``text`` holds the lone surrogate
+    as Java has it, ``start`` is rounded down and ``end`` up to whole code points, and
+    ``text != content[start:end]``; :attr:`splits_pair` says so."""
 
     text: str
     start: int
     end: int
     score: float
+    start16: int
+    end16: int
+
+    @property
+    def splits_pair(self) -> bool:
+        """True when an edge falls inside a surrogate pair."""
+        return any("\ud800" <= ch <= "\udfff" for ch in self.text[:1] + self.text[-1:])
 
 
 class Token(NamedTuple):
@@ -129,11 +142,15 @@ def compiled() -> Path:
     return target
 
 
+def _utf16(text: str) -> bytes:
+    return text.encode("utf-16-be", "surrogatepass")
+
+
 def _pack(*strings: str) -> bytes:
     out = bytearray()
     for s in strings:
-        data = s.encode("utf-8")
-        out += struct.pack(">i", len(data)) + data
+        data = _utf16(s)
+        out += struct.pack(">i", len(data) // 2) + data
     return bytes(out)
 
 
@@ -152,8 +169,8 @@ class _Reader:
         return float(value)
 
     def string(self) -> str:
-        n = self.int()
-        text = self.data[self.pos : self.pos + n].decode("utf-8")
+        n = 2 * self.int()
+        text = self.data[self.pos : self.pos + n].decode("utf-16-be", "surrogatepass")
         self.pos += n
         return text
 
@@ -184,17 +201,22 @@ def _run(args: list[str], records: list[bytes], timeout: float) -> bytes:
         return b"".join(pool.map(one, chunks))
 
 
-def utf16_to_code_points(text: str) -> list[int] | None:
-    """``table[u]``: the code point offset of UTF-16 offset ``u`` (None: all BMP, same)."""
+def utf16_to_code_points(text: str) -> tuple[list[int], list[int]] | None:
+    """``(down, up)``: ``down[u]`` / ``up[u]`` is the code point offset of UTF-16 offset
+    ``u``, an offset inside a surrogate pair rounded down / up (None: all BMP, the same)."""
     if not text or max(text) <= "\uffff":
         return None
-    table: list[int] = []
+    down: list[int] = []
+    up: list[int] = []
     for i, ch in enumerate(text):
-        table.append(i)
+        down.append(i)
+        up.append(i)
         if ch > "\uffff":
-            table.append(i)  # the middle of a surrogate pair (never a Lucene offset)
-    table.append(len(text))
-    return table
+            down.append(i)
+            up.append(i + 1)
+    down.append(len(text))
+    up.append(len(text))
+    return down, up
 
 
 def highlight(
@@ -219,14 +241,14 @@ def highlight(
         if n < 0:
             raise LuceneError(f"{data.string()} (query {query!r})")
         table = utf16_to_code_points(content)
+        units = _utf16(content)
         frags = []
         for _ in range(n):
-            start, end, score, text = data.int(), data.int(), data.double(), data.string()
-            if table is not None:
-                start, end = table[start], table[end]
-            if content[start:end] != text:
-                raise LuceneError(f"fragment {text!r} is not content[{start}:{end}]")
-            frags.append(Fragment(text, start, end, score))
+            s16, e16, score, text = data.int(), data.int(), data.double(), data.string()
+            if units[2 * s16 : 2 * e16].decode("utf-16-be", "surrogatepass") != text:
+                raise LuceneError(f"fragment {text!r} is not content[{s16}:{e16}] (UTF-16)")
+            start, end = (s16, e16) if table is None else (table[0][s16], table[1][e16])
+            frags.append(Fragment(text, start, end, score, s16, e16))
         out.append(frags)
     return out
 
@@ -243,7 +265,7 @@ def tokens(texts: Sequence[str], *, timeout: float = 600.0) -> list[list[Token]]
         for _ in range(data.int()):
             start, end, kind, term = data.int(), data.int(), data.string(), data.string()
             if table is not None:
-                start, end = table[start], table[end]
+                start, end = table[0][start], table[1][end]
             row.append(Token(start, end, kind, term))
         out.append(row)
     return out

@@ -1,6 +1,7 @@
 """ragframe's highlighter against real Lucene: match shares and the differing pairs.
 
-Run ``python tests/lucene_report.py`` (options: ``--show N``, ``--top-docs N``). It
+Run ``python tests/lucene_report.py`` (options: ``--show N``, ``--top-docs N``; and
+``--tokens``: only Lucene's tokens of tricky samples, with offsets and types). It
 prints, for Cranfield (each query with its retrieved documents, fragment sizes 1000 and
 100) and for adversarial synthetic pairs, the share of pairs where ragframe's fragments
 (text and code-point offsets, in order) equal Lucene's, then the first differing pairs
@@ -305,14 +306,43 @@ def report(name: str, outcomes: list[Outcome], show: int) -> None:
         print(f"   lucene\n{_short(o.lucene)}\n   ragframe\n{_short(o.ragframe)}")
 
 
+TOKEN_SAMPLES = [
+    "prandtl's", "Prandtl's number", "e.g.", "e.g. x", "i.e.,", "m.i.t.", "U.S.A", "U.S.A.",
+    "u.k. .", "r.a.e.101", "w.a.", "2.71", "1,000", "1,000.5", "3.5x", "a-b", "a/b", "x_y",
+    "foo.bar", "foo..bar", "10-3", "10^6", "1.2.3", "1.2.3.", "ab'cd'", "'quoted'",
+    "O'Neil's", "rock'n'roll", "l\u2019avion", "it\u2019s", "x2y", "H2O", "3d", "abc123def",
+    "12abc", "a.b.c.", "a.1", "1.a", "a,b", "1,a", ".5", "5.", "5.x", "$100", "50%",
+    "M=2.5", "3:1", "a:b", "(a)", "[12]", "conical.dash", "studied.dash", "e-mail",
+    "http://x.y/z", "user@host.com", "café", "cafe\u0301", "x\u0301y", "naïve", "ﬁne",
+    "Straße", "\u212aelvin", "İstanbul", "ISTANBUL", "ΟΔΟΣ", "Σίσυφος", "½", "²", "x²",
+    "😀", "😀😀", "a😀b", "👍🏽", "🇫🇷", "日本語", "日本語abc", "ひらがな", "カタカナ", "ｶﾀｶﾅ",
+    "カタカナ123", "한국어", "ภาษาไทย", "𠀋x", "a\u200db", "a\u00adb", "x" * 300,
+]  # fmt: skip
+
+
+def print_tokens(samples: Sequence[str] = TOKEN_SAMPLES) -> None:
+    """Lucene's StandardTokenizer tokens (lower-cased) of each sample, with offsets."""
+    for text, toks in zip(samples, lucene_oracle.tokens(samples), strict=True):
+        shown = [
+            f"{t.term if len(t.term) < 40 else t.term[:8] + '…'}[{t.start},{t.end}){t.type}"
+            for t in toks
+        ]
+        label = text if len(text) < 40 else text[:8] + f"…({len(text)})"
+        print(f"{label!r:24} -> {' '.join(shown) or '(no token)'}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--show", type=int, default=20, help="differing pairs shown per set")
     parser.add_argument("--top-docs", type=int, default=None, help="documents per query")
+    parser.add_argument("--tokens", action="store_true", help="only print tokenizer samples")
     args = parser.parse_args(argv)
     if not lucene_oracle.available():
         print("Lucene is not available (java, javac or the jars are missing)")
         return 1
+    if args.tokens:
+        print_tokens()
+        return 0
     if cranfield_available():
         for size in (1000, 100):
             cases = cranfield_cases(size, args.top_docs)

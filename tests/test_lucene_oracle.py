@@ -88,6 +88,17 @@ def test_offsets_are_code_points_past_astral_characters() -> None:
     ]
 
 
+def test_an_edge_can_split_a_surrogate_pair() -> None:
+    """Lucene counts UTF-16 units: 18 units are "wing " and six and a half emojis, and no
+    boundary character is within 20 units, so the fragment ends inside a pair."""
+    content = "wing " + "😀" * 20 + " tail"
+    ((frag,),) = lucene_oracle.highlight([("wing", content)], 18)
+    assert (frag.start16, frag.end16) == (0, 18)
+    assert frag.splits_pair
+    assert frag.text == "wing " + "😀" * 6 + "\ud83d"
+    assert (frag.start, frag.end) == (0, 12)  # the end rounded up to whole code points
+
+
 def test_score_order_ties_to_the_earlier_fragment() -> None:
     content = " ".join(["wing"] + ["x"] * 60 + ["wing"] + ["x"] * 60 + ["wing", "wing"])
     (got,) = lucene_oracle.highlight([("wing", content)], 30)

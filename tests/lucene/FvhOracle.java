@@ -2,7 +2,8 @@
 // OpenSearch's FastVectorHighlighter, one (query, content) pair at a time, many pairs per
 // JVM start. Test tooling only; driven by tests/lucene_oracle.py.
 //
-// Wire format (stdin and stdout, big-endian, strings as int32 UTF-8 byte length + bytes):
+// Wire format (stdin and stdout, big-endian; a string is an int32 count of UTF-16 units,
+// then the units):
 //   highlight mode (default), per pair in:  query, content
 //                            per pair out: int32 n (-1: error, then one string message),
 //                                          n times: int32 start, int32 end (UTF-16 units
@@ -19,7 +20,6 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -104,17 +104,20 @@ public final class FvhOracle {
     TYPE.freeze();
   }
 
+  // Strings travel as UTF-16 code units (int32 count, then the units) so that a fragment
+  // edge inside a surrogate pair, which Lucene can produce, comes back as it is.
   static String readString(DataInputStream in) throws IOException {
     int n = in.readInt();
-    byte[] bytes = new byte[n];
-    in.readFully(bytes);
-    return new String(bytes, StandardCharsets.UTF_8);
+    char[] chars = new char[n];
+    for (int i = 0; i < n; i++) {
+      chars[i] = in.readChar();
+    }
+    return new String(chars);
   }
 
   static void writeString(DataOutputStream out, String s) throws IOException {
-    byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
-    out.writeInt(bytes.length);
-    out.write(bytes);
+    out.writeInt(s.length());
+    out.writeChars(s);
   }
 
   static Set<String> terms(Analyzer analyzer, String text) throws IOException {
