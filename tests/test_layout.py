@@ -139,11 +139,15 @@ def test_the_cache_lives_in_a_per_user_folder_outside_the_package(tmp_path: Path
         "print(_compile.cache_folder())\n"
     )
     before = set(PACKAGE.rglob("*.nbi"))
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    )
+    run = [sys.executable, "-c", code]
+    done = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
     order, folder = done.stdout.splitlines()
     assert order == "[1, 0, 2]"
     assert Path(folder) == tmp_path / _compile.cache_key()
     assert any(Path(folder).glob("_order.ordered_in_segments-*.nbi"))
     assert set(PACKAGE.rglob("*.nbi")) == before
+    # the user is told while it compiles, and only then: the second run loads it
+    assert done.stderr.count("ragframe: compiling kernels, first run only") == 1
+    again = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    assert again.stdout == done.stdout
+    assert "compiling" not in again.stderr

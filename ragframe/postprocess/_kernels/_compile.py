@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 import numpy.typing as npt
+from numba.core import event as ev
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -113,6 +115,37 @@ def _install_locator() -> bool:
 
 LOCATOR_INSTALLED = _install_locator()
 """Whether numba keeps the kernels in :func:`cache_folder` (a test checks it)."""
+
+
+class _CompileNotice(ev.Listener):
+    """Tells the user, on stderr, once per process, when kernels are compiled rather
+    than loaded from the cache (the first run on a machine, or after an upgrade).
+    Loads from the cache are silent."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.announced = False
+
+    def on_start(self, event: Any) -> None:
+        module = getattr(event.data.get("dispatcher"), "py_func", None)
+        ours = getattr(module, "__module__", "").startswith(__package__ or "")
+        if self.depth == 0 and not ours:
+            return
+        if self.depth == 0 and not self.announced:
+            self.announced = True
+            sys.stderr.write(
+                "ragframe: compiling kernels, first run only (about 15 s; cached in "
+                f"{cache_root()})...\n"
+            )
+            sys.stderr.flush()
+        self.depth += 1
+
+    def on_end(self, event: Any) -> None:
+        self.depth = max(0, self.depth - 1)
+
+
+NOTICE = _CompileNotice()
+ev.register("numba:compile", NOTICE)  # type: ignore[no-untyped-call]
 
 compiled = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 """Compile a kernel to machine code, cached on disk, releasing the GIL."""

@@ -18,30 +18,65 @@ def _before(keys: I64, a: int, b: int) -> bool:
 
 
 @compiled
+def _merge_sorted(rows: I64, keys: I64, scratch: I64) -> None:
+    """Sort ``rows`` by their ``keys`` rows, stably, in place: a bottom-up merge sort
+    over runs of 16 insertion-sorted rows (``scratch`` as long as ``rows``). Written
+    out rather than numpy's stable argsort, whose compiled form takes seconds to build
+    on first use."""
+    n = len(rows)
+    for lo in range(0, n, 16):
+        hi = min(lo + 16, n)
+        for i in range(lo + 1, hi):
+            row = rows[i]
+            j = i
+            while j > lo and _before(keys, row, rows[j - 1]):
+                rows[j] = rows[j - 1]
+                j -= 1
+            rows[j] = row
+    width = 16
+    source, target = rows, scratch
+    swapped = False
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if _before(keys, source[j], source[i]):  # ties: the left run first
+                    target[k] = source[j]
+                    j += 1
+                else:
+                    target[k] = source[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                target[k] = source[i]
+                i += 1
+                k += 1
+            while j < hi:
+                target[k] = source[j]
+                j += 1
+                k += 1
+        source, target = target, source
+        swapped = not swapped
+        width *= 2
+    if swapped:  # the sorted rows are in ``scratch``
+        for i in range(n):
+            rows[i] = scratch[i]
+
+
+@compiled
 def ordered_in_segments(starts: Bools, keys: I64) -> I64:
     """The rows ordered by the columns of ``keys`` (``keys[row]``, compared in column
     order; ascending, stable) within each segment of rows (``starts`` marks their first
-    rows); segments stay where they are. A short segment is insertion-sorted; a long
-    one takes one stable sort per column, the last column first."""
+    rows); segments stay where they are."""
     n = len(starts)
     order = np.arange(n)
+    scratch = np.empty(n, dtype=np.int64)
     lo = 0
     while lo < n:
         hi = lo + 1
         while hi < n and not starts[hi]:
             hi += 1
-        if hi - lo > 16:
-            rows = order[lo:hi].copy()
-            for k in range(keys.shape[1] - 1, -1, -1):
-                rows = rows[np.argsort(keys[rows, k], kind="mergesort")]
-            order[lo:hi] = rows
-        else:
-            for i in range(lo + 1, hi):
-                row = order[i]
-                j = i
-                while j > lo and _before(keys, row, order[j - 1]):
-                    order[j] = order[j - 1]
-                    j -= 1
-                order[j] = row
+        _merge_sorted(order[lo:hi], keys, scratch[lo:hi])
         lo = hi
     return order
