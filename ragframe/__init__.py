@@ -6,6 +6,7 @@ The pipeline, one subpackage per stage, each a function ``LazyFrame (+ frozen co
 * :mod:`ragframe.window` -- fixed-size character windows and the chunker (SPEC 3);
 * :mod:`ragframe.postprocess` -- candidates to context blocks (SPEC 1);
 * :mod:`ragframe.fetch` -- full text or query-relevant passages per document (SPEC 2);
+* :mod:`ragframe.evaluate` -- the context that reaches the LLM against judgements (SPEC 4);
 * :mod:`ragframe.reference` -- the plain per-query oracles the engine is tested against;
 * :mod:`ragframe.cli` -- the ``ragframe`` command.
 
@@ -16,6 +17,14 @@ Shared modules: :mod:`ragframe.schema` (every column name), :mod:`ragframe.error
 from __future__ import annotations
 
 from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
+from ragframe.evaluate import (
+    document_ranking,
+    evaluate,
+    read_qrels,
+    read_run,
+    summarize,
+    write_run,
+)
 from ragframe.fetch import FetchConfig, HighlightConfig, fetch, highlight, missing_documents
 from ragframe.postprocess import PostprocessConfig, postprocess
 from ragframe.reference import postprocess_reference
@@ -32,11 +41,17 @@ __all__ = [
     "WindowConfig",
     "assemble",
     "chunk",
+    "document_ranking",
+    "evaluate",
     "fetch",
     "highlight",
     "missing_documents",
     "postprocess",
     "postprocess_reference",
+    "read_qrels",
+    "read_run",
+    "summarize",
     "windows",
+    "write_run",
 ]
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -72,12 +73,18 @@ def write_table(frame: pl.DataFrame | pl.LazyFrame, path: str | os.PathLike[str]
     """
     fmt = table_format(path)
     df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
+    write_atomically(path, lambda tmp: _write(df, tmp, fmt))
+
+
+def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
+    """Call ``write(temporary_path)`` beside ``path``, then move the result to ``path``
+    in one step (no half-written file; the temporary is removed on failure)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
-        _write(df, tmp, fmt)
+        write(tmp)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

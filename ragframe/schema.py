@@ -84,6 +84,39 @@ SECTION_INDEX = "section_index"
 TITLE = "title"
 WINDOW_INDEX = "window_index"
 
+# evaluate: qrels and per-query metrics
+RELEVANCE = "relevance"
+"""A judgement's grade (<= 0: judged not relevant)."""
+GAIN = "gain"
+"""A judged document's gain (> 0: relevant)."""
+JUDGED = "judged"
+"""Whether a query has judgements (only judged queries are averaged)."""
+N_RELEVANT = "n_relevant"
+MAP = "map"
+MRR = "mrr"
+AT_K = ("ndcg", "recall", "precision", "hit")
+"""List metrics taken at a cutoff k, named ``"<metric>@<k>"`` (:func:`at_k`)."""
+CONTEXT_RECALL = "context_recall"
+CONTEXT_RECALL_CAPPED = "context_recall_capped"
+CONTEXT_NDCG = "context_ndcg"
+BLOCKS = "blocks"
+CHARS_USED = "chars_used"
+BUDGET_SHARE = "budget_share"
+RELEVANT_SHARE = "relevant_share"
+UNJUDGED_SHARE = "unjudged_share"
+DUPLICATE_CHARS = "duplicate_chars"
+FIRST_RELEVANT_RANK = "first_relevant_rank"
+FIRST_RELEVANT_OFFSET = "first_relevant_offset"
+TRUNCATED_BLOCKS = "truncated_blocks"
+CONFIG = "config"
+"""A sweep's configuration number (0-based, in grid order)."""
+
+
+def at_k(metric: str, k: int) -> str:
+    """The column of a list metric at cutoff ``k``: ``at_k("ndcg", 10) == "ndcg@10"``."""
+    return f"{metric}@{k}"
+
+
 # temporary columns, private to a plan
 TMP = "__rf_"
 """The prefix of every temporary column; input columns may not use it."""

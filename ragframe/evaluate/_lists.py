@@ -1,0 +1,94 @@
+"""List metrics on a document ranking (SPEC 4, "List metrics"), as trec_eval and ranx
+compute them: nDCG@k (linear gains, log2 discount), recall@k, P@k, hit@k, MAP and MRR.
+
+Per query, with R the number of relevant judged documents (gain > 0):
+``precision@k`` = relevant in the first k / k; ``recall@k`` = relevant in the first k
+/ R; ``hit@k`` = 1 if any relevant in the first k; ``ndcg@k`` = DCG@k / ideal DCG@k
+with DCG = sum of gain / log2(rank + 1); ``map`` = sum over relevant retrieved of the
+precision at its rank, / R; ``mrr`` = 1 / rank of the first relevant. A query without a
+relevant document scores 0 everywhere (no division by zero).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from ragframe import schema as c
+
+
+def ideal_dcg(qrels: pl.LazyFrame) -> pl.LazyFrame:
+    """Per (query, position), the ideal DCG up to that position: the query's relevant
+    gains sorted descending. Columns ``query_id, position (1-based), ideal``."""
+    relevant = qrels.filter(pl.col(c.GAIN) > 0).select(c.QUERY_ID, c.GAIN)
+    ordered = relevant.sort([c.QUERY_ID, c.GAIN], descending=[False, True])
+    position = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(c.QUERY_ID)
+    discounted = pl.col(c.GAIN) / (pl.col(c.T_POSITION) + 1).cast(pl.Float64).log(2)
+    return ordered.with_columns(position.alias(c.T_POSITION)).with_columns(
+        discounted.cum_sum().over(c.QUERY_ID).alias(c.T_BEST)
+    )
+
+
+def relevant_counts(qrels: pl.LazyFrame) -> pl.LazyFrame:
+    """``query_id, n_relevant`` for every judged query (0 when none is relevant)."""
+    return qrels.group_by(c.QUERY_ID).agg(
+        (pl.col(c.GAIN) > 0).sum().cast(pl.Int64).alias(c.N_RELEVANT)
+    )
+
+
+def _ideal_at(ideal: pl.LazyFrame, counts: pl.LazyFrame, k: int) -> pl.LazyFrame:
+    """``query_id`` and the ideal DCG at ``min(k, R)`` (0 when R is 0)."""
+    want = counts.select(c.QUERY_ID, pl.min_horizontal(pl.col(c.N_RELEVANT), k).alias(c.T_POSITION))
+    at = want.join(ideal, on=[c.QUERY_ID, c.T_POSITION], how="left")
+    return at.select(c.QUERY_ID, pl.col(c.T_BEST).fill_null(0.0).alias(f"{c.T_BEST}{k}"))
+
+
+def list_metrics(ranking: pl.LazyFrame, qrels: pl.LazyFrame, ks: Sequence[int]) -> pl.LazyFrame:
+    """The list metrics of every judged query (``ranking`` as
+    :func:`ragframe.evaluate._runs.document_ranking` gives it; ``qrels`` with gains).
+    One row per query of ``qrels``; a query absent from ``ranking`` scores 0."""
+    gains = qrels.select(c.QUERY_ID, c.DOC_ID, c.GAIN)
+    rows = ranking.join(gains, on=[c.QUERY_ID, c.DOC_ID], how="left").with_columns(
+        pl.col(c.GAIN).fill_null(0.0)
+    )
+    rank = pl.col(c.RANK)
+    relevant = pl.col(c.GAIN) > 0
+    found = relevant.cast(pl.Int64).cum_sum().over(c.QUERY_ID, order_by=c.RANK)
+    discount = (rank + 1).cast(pl.Float64).log(2)
+    aggs = [
+        (found / rank).filter(relevant).sum().alias(c.T_TOTAL),
+        rank.filter(relevant).min().alias(c.T_RANK),
+    ]
+    for k in ks:
+        top = rank <= k
+        aggs.append((relevant & top).sum().cast(pl.Int64).alias(f"{c.T_COUNT}{k}"))
+        aggs.append((pl.col(c.GAIN) / discount).filter(top).sum().alias(f"{c.T_SIM}{k}"))
+    per_query = rows.group_by(c.QUERY_ID).agg(aggs)
+    counts = relevant_counts(qrels)
+    table = counts.join(per_query, on=c.QUERY_ID, how="left")
+    ideal = ideal_dcg(qrels)
+    for k in ks:
+        table = table.join(_ideal_at(ideal, counts, k), on=c.QUERY_ID, how="left")
+    r = pl.col(c.N_RELEVANT)
+    has = r > 0
+
+    def share(value: pl.Expr, total: pl.Expr) -> pl.Expr:
+        return pl.when(has & (total > 0)).then(value.fill_null(0) / total).otherwise(0.0)
+
+    metrics = [
+        share(pl.col(c.T_TOTAL), r.cast(pl.Float64)).alias(c.MAP),
+        pl.when(pl.col(c.T_RANK).is_not_null())
+        .then(1.0 / pl.col(c.T_RANK))
+        .otherwise(0.0)
+        .alias(c.MRR),
+    ]
+    for k in ks:
+        hits = pl.col(f"{c.T_COUNT}{k}").fill_null(0)
+        metrics += [
+            share(pl.col(f"{c.T_SIM}{k}"), pl.col(f"{c.T_BEST}{k}")).alias(c.at_k("ndcg", k)),
+            share(hits.cast(pl.Float64), r.cast(pl.Float64)).alias(c.at_k("recall", k)),
+            (hits / k).cast(pl.Float64).alias(c.at_k("precision", k)),
+            (hits > 0).cast(pl.Float64).alias(c.at_k("hit", k)),
+        ]
+    return table.select(c.QUERY_ID, c.N_RELEVANT, *metrics)
