@@ -3,7 +3,7 @@
 Documents are the docstrings of a fixed list of standard-library modules (the module's
 docstring, then its public functions and classes, by name, up to ~5,000 characters).
 They are cut into character windows of 400 with 100 overlap (step 300), the shape of
-a typical chunker. Queries are twenty questions a developer might ask about them; every
+a typical chunker. Queries are twenty questions a developer might ask about them, each judged; every
 chunk is scored against every query by TF-IDF cosine similarity (numpy), and the top 30
 chunks per query are the retrieval results (ties broken by chunk order).
 
@@ -14,7 +14,9 @@ the repository root::
 
 Writes ``data/documents.parquet`` (doc_id, title, content), ``data/chunks.parquet``
 (doc_id, chunk_index, start_char, end_char, text), ``data/queries.parquet`` (query_id,
-query) and ``data/results.parquet`` (query_id, doc_id, chunk_index, similarity, rank).
+query), ``data/results.parquet`` (query_id, doc_id, chunk_index, similarity, rank) and
+``data/qrels.parquet`` (query_id, doc_id, relevance: 2 for the module that answers a
+query, 1 for related ones; hand-made judgements, :data:`JUDGEMENTS`).
 """
 
 from __future__ import annotations
@@ -65,6 +67,29 @@ QUERIES = [
     "measure the execution time of small code snippets",
     "read a configuration file with sections",
 ]
+JUDGEMENTS = [
+    {"argparse": 2, "optparse": 2, "shlex": 1, "cmd": 1},
+    {"gzip": 2, "zlib": 1},
+    {"re": 2, "fnmatch": 1, "glob": 1},
+    {"statistics": 2, "math": 1},
+    {"tempfile": 2, "shutil": 1},
+    {"uuid": 2, "secrets": 1, "random": 1},
+    {"pprint": 2},
+    {"heapq": 2, "queue": 1, "bisect": 1},
+    {"shlex": 2},
+    {"decimal": 2, "fractions": 1, "math": 1},
+    {"csv": 2},
+    {"json": 2},
+    {"hashlib": 2, "hmac": 1, "secrets": 1},
+    {"copy": 2},
+    {"difflib": 2},
+    {"abc": 2, "numbers": 1},
+    {"shelve": 2, "pickle": 1},
+    {"subprocess": 2},
+    {"timeit": 2},
+    {"configparser": 2},
+]
+"""Per query (in order), the modules that answer it: 2 = the answer, 1 = related."""
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
@@ -148,7 +173,17 @@ def build() -> dict[str, pl.DataFrame]:
         for rank, ci in enumerate(order, start=1):
             doc_id, chunk_index = chunk_rows[ci][:2]
             results.append((qi + 1, doc_id, chunk_index, float(scores[qi, ci]), rank))
+    qrels = pl.DataFrame(
+        [
+            (qi + 1, MODULES.index(name) + 1, grade)
+            for qi, graded in enumerate(JUDGEMENTS)
+            for name, grade in graded.items()
+        ],
+        schema=["query_id", "doc_id", "relevance"],
+        orient="row",
+    )
     return {
+        "qrels": qrels,
         "documents": docs,
         "chunks": chunks,
         "queries": pl.DataFrame({"query_id": range(1, len(queries) + 1), "query": queries}),

@@ -266,3 +266,47 @@ def test_on_cranfield_merging_removes_the_duplicate_characters_naive_top_k_sends
     for gap in (0, 1):
         assert found[gap]["budget_share"] <= 1.0
         assert 0 < found[gap]["context_recall"] < 1
+
+
+def test_the_cli_prints_the_quality_table_of_the_default_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's first command: postprocess the bundled data, then evaluate it."""
+    from ragframe.cli import main
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    blocks, metrics, means = tmp_path / "b.parquet", tmp_path / "m.parquet", tmp_path / "s.csv"
+    results, chunks = str(data / "results.parquet"), str(data / "chunks.parquet")
+    assert main(["postprocess", results, "--chunks", chunks, "-o", str(blocks)]) == 0
+    qrels = ["--qrels", str(data / "qrels.parquet")]
+    args = ["evaluate", str(blocks), *qrels, "--candidates", results, "--k", "5,10"]
+    assert main([*args, "--max-blocks", "5", "-o", str(metrics), "--summary", str(means)]) == 0
+    shown = capsys.readouterr().out
+    assert "ragframe evaluate" in shown and "context_recall" in shown and "ndcg@10" in shown
+    per_query = pl.read_parquet(metrics)
+    assert per_query.height == 20 and per_query["judged"].all()
+    summary = pl.read_csv(means)
+    assert summary["queries"].item() == 20
+    assert 0 < summary["ndcg@10"].item() <= 1 and 0 < summary["context_recall"].item() <= 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--k", "0"], "expected positive integers"),
+        (["--k", "ten"], "expected integers separated by commas"),
+        (["--gain", "1=4"], "expected GRADE:GAIN pairs"),
+    ],
+)
+def test_the_cli_rejects_bad_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    from ragframe.cli import main
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    args = ["evaluate", str(data / "results.parquet"), "--qrels", str(data / "qrels.parquet")]
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, *extra, "-o", str(tmp_path / "m.parquet")])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -1,13 +1,13 @@
 """The ``ragframe`` command line: parse arguments, build configs, call the library.
 
-One module per command: :mod:`.postprocess`, :mod:`.fetch` and :mod:`.window` (the
-``window`` and ``chunk`` commands). Each has an ``add_<name>`` function that declares
-the command's parser and a ``run_<name>`` function that runs it and returns a summary
-dict. :mod:`._options` generates a command's options from its config dataclass (one
-``--field-name`` per field, help from the config's docstring), and :mod:`._common`
-holds what the commands share: ``-o/--output``, collecting and writing with one-line
-errors. :func:`main` prints the summary, or ``error: <message>`` and exits with status
-2 on any :class:`RagframeError`.
+One module per command: :mod:`.postprocess`, :mod:`.fetch`, :mod:`.evaluate` and
+:mod:`.window` (the ``window`` and ``chunk`` commands). Each has an ``add_<name>``
+function that declares the command's parser and a ``run_<name>`` function that runs it
+and returns a summary dict. :mod:`._options` generates a command's options from its
+config dataclass (one ``--field-name`` per field, help from the config's docstring), and
+:mod:`._common` holds what the commands share: ``-o/--output``, collecting and writing
+with one-line errors. :func:`main` prints the summary, or ``error: <message>`` and exits
+with status 2 on any :class:`RagframeError`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ragframe.cli.evaluate import add_evaluate
 from ragframe.cli.fetch import add_fetch
 from ragframe.cli.postprocess import add_postprocess
 from ragframe.cli.window import add_chunk, add_window
@@ -46,7 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = [add_postprocess, add_fetch, add_window, add_chunk]
+_SUBCOMMANDS: list[Callable[[Any], None]] = [
+    add_postprocess,
+    add_fetch,
+    add_evaluate,
+    add_window,
+    add_chunk,
+]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
