@@ -59,9 +59,15 @@ def _strategies(out: pl.LazyFrame) -> list[str]:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"fulltext_threshold": -1}, "fulltext_threshold must be >= 0, got -1"),
-        ({"fulltext_threshold": "3000"}, "fulltext_threshold must be an integer >= 0, got '3000'"),
-        ({"fragment_size": 10}, "fragment_size must be >= 18, got 10"),
+        (
+            {"fulltext_threshold": -1},
+            "fulltext_threshold must be in [0, 4611686018427387904], got -1",
+        ),
+        (
+            {"fulltext_threshold": "3000"},
+            "fulltext_threshold must be an integer in [0, 4611686018427387904], got '3000'",
+        ),
+        ({"fragment_size": 10}, "fragment_size must be in [18, 4611686018427387904], got 10"),
         ({"scoring": "bm25"}, "scoring must be 'matches' or 'terms', got 'bm25'"),
     ],
     ids=["threshold", "threshold-str", "fragment", "scoring"],
@@ -433,8 +439,14 @@ def test_cli_scoring(tmp_path: Path, scoring: list[str], expected: str) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--threshold", "-5"], "error: fulltext_threshold must be >= 0, got -5\n"),
-        (["--fragments", "0"], "error: number_of_fragments must be >= 1, got 0\n"),
+        (
+            ["--threshold", "-5"],
+            "error: fulltext_threshold must be in [0, 4611686018427387904], got -5\n",
+        ),
+        (
+            ["--fragments", "0"],
+            "error: number_of_fragments must be in [1, 4611686018427387904], got 0\n",
+        ),
     ],
 )
 def test_cli_rejects_bad_options(

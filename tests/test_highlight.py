@@ -63,11 +63,23 @@ def _spans(row: dict[str, Any]) -> list[tuple[int, int, float]] | None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"fragment_size": 17}, "fragment_size must be >= 18, got 17"),
-        ({"fragment_size": 1.5}, "fragment_size must be an integer >= 18, got 1.5"),
-        ({"number_of_fragments": 0}, "number_of_fragments must be >= 1, got 0"),
-        ({"boundary_max_scan": -1}, "boundary_max_scan must be >= 0, got -1"),
-        ({"max_matches": True}, "max_matches must be an integer >= 1, got True"),
+        ({"fragment_size": 17}, "fragment_size must be in [18, 4611686018427387904], got 17"),
+        (
+            {"fragment_size": 1.5},
+            "fragment_size must be an integer in [18, 4611686018427387904], got 1.5",
+        ),
+        (
+            {"number_of_fragments": 0},
+            "number_of_fragments must be in [1, 4611686018427387904], got 0",
+        ),
+        (
+            {"boundary_max_scan": -1},
+            "boundary_max_scan must be in [0, 4611686018427387904], got -1",
+        ),
+        (
+            {"max_matches": True},
+            "max_matches must be an integer in [1, 4611686018427387904], got True",
+        ),
         ({"highlighter": "plain"}, "highlighter must be 'fvh' or 'unified', got 'plain'"),
         ({"order": "none"}, "order must be 'score' or 'offset', got 'none'"),
         ({"boundary_chars": None}, "boundary_chars must be a string, got NoneType"),
