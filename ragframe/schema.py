@@ -179,6 +179,23 @@ T_TRIM_END = TMP + "trim_end"
 
 Frame = pl.DataFrame | pl.LazyFrame | pa.Table
 
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    QUERY_ID: ("qid", "queryid", "query_no", "question_id", "topic_id", "q_id", "id"),
+    ENTITY_ID: (DOC_ID, "document_id", "docid", "docno", "doc", "entity", "pid", "id"),
+    DOC_ID: (ENTITY_ID, "document_id", "docid", "docno", "doc", "document", "pid", "id"),
+    CHUNK_INDEX: ("chunk_id", "chunk", "chunk_idx", "chunk_no", "chunk_number", "position"),
+    SIMILARITY: ("score", "cosine", "cosine_similarity", "sim", "similarity_score", "relevance"),
+    RERANK_SCORE: ("rerank", "reranker_score", "rerank_similarity", "cross_encoder_score"),
+    ENTITY_TYPE: ("doc_type", "document_type", "type", "kind"),
+    TEXT: ("content", "passage", "chunk_text", "contents", "body", "snippet"),
+    CONTENT: ("text", "contents", "body", "document_text", "full_text", "passage"),
+    QUERY: ("query_text", "question", "q", "text"),
+    SECTION_INDEX: ("section", "section_id", "section_no", "section_number", "position"),
+    CONTENT_LENGTH: ("length", "content_len", "doc_length", "size", "chars"),
+}
+"""Names people use for each input column, most likely first: a missing column's
+did-you-mean suggests one of these when the input has it."""
+
 
 def to_lazy(data: Any, what: str) -> pl.LazyFrame:
     """Accept a Polars DataFrame/LazyFrame or a pyarrow Table; return a LazyFrame."""
@@ -193,14 +210,28 @@ def to_lazy(data: Any, what: str) -> pl.LazyFrame:
     )
 
 
-def require_columns(schema: Mapping[str, Any], names: Iterable[str], what: str) -> None:
-    """Raise :class:`SchemaError` naming the first missing column of ``names``."""
+def require_columns(
+    schema: Mapping[str, Any],
+    names: Iterable[str],
+    what: str,
+    aliases: Mapping[str, str] | None = None,
+) -> None:
+    """Raise :class:`SchemaError` naming the first missing column of ``names``.
+
+    The message lists the columns found and suggests the one most likely meant (a
+    synonym of the missing name, :data:`SYNONYMS`, or a close spelling), never one of
+    the other required columns. ``aliases``: another accepted name of a column, said in
+    the message (``entity_id`` -> ``doc_id``).
+    """
+    names = list(names)
     found = list(schema)
+    spare = [n for n in found if n not in names]
     for name in names:
         if name not in schema:
-            raise SchemaError(
-                f"{what}: missing column '{name}'; found: {found}{did_you_mean(name, found)}"
-            )
+            alias = (aliases or {}).get(name)
+            also = f" (or '{alias}')" if alias else ""
+            hint = did_you_mean(name, spare, SYNONYMS.get(name, ()), taken=SYNONYMS)
+            raise SchemaError(f"{what}: missing column '{name}'{also}; found: {found}{hint}")
 
 
 def _kind(dtype: pl.DataType) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import hypothesis
@@ -20,6 +21,22 @@ hypothesis.settings.register_profile("default", max_examples=60, deadline=None)
 hypothesis.settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True)
 hypothesis.settings.register_profile("thorough", max_examples=2000, deadline=None)
 hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+CRANFIELD = Path(
+    os.environ.get("RAGFRAME_CRANFIELD")
+    or Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
+)
+"""The shared Cranfield fixture (``../shared/data/cranfield`` beside the checkout, or
+``$RAGFRAME_CRANFIELD``); the one definition every test and report uses."""
+
+
+def require_cranfield(*files: str) -> Path:
+    """:data:`CRANFIELD`, or skip the test when one of ``files`` is not there."""
+    for name in files:
+        if not (CRANFIELD / name).is_file():
+            pytest.skip(f"Cranfield fixture not found at {CRANFIELD} ({name})")
+    return CRANFIELD
+
 
 CANDIDATE_TYPES: dict[str, pl.DataType] = {
     c.QUERY_ID: pl.Int64(),

@@ -28,10 +28,8 @@ if __package__ in (None, ""):  # run as a script: make ``tests`` importable
 
 import ragframe
 from tests import lucene_oracle
+from tests.conftest import CRANFIELD
 from tests.lucene_oracle import Token
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-CRANFIELD = SHARED / "data" / "cranfield"
 
 Span = tuple[str, int, int]
 """A fragment as compared: text, start, end (code points)."""

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from ragframe import SchemaError, WindowConfig, chunk, windows
 from ragframe.cli import main
 from ragframe.window import _slide
+from tests.conftest import require_cranfield
 
-CRANFIELD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
 ALPHABET = "ab \n\téü日本語😀\u00a0"
 COLUMNS = ["doc_id", "chunk_index", "start_char", "end_char", "text"]
 
@@ -204,9 +204,7 @@ def test_schema_errors_before_collect(data: dict[str, list[Any]], message: str) 
 
 @pytest.fixture(scope="module")
 def cranfield() -> Path:
-    if not (CRANFIELD / "docs.parquet").is_file():
-        pytest.skip(f"Cranfield fixture not found at {CRANFIELD}")
-    return CRANFIELD
+    return require_cranfield("docs.parquet", "chunks.parquet")
 
 
 def test_reproduces_cranfield_chunks_exactly(cranfield: Path) -> None:

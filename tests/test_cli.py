@@ -170,7 +170,7 @@ def _good(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("make", "extra", "message"),
     [
-        (_good, ["--top-k", "0"], "top_k must be >= 1, got 0"),
+        (_good, ["--top-k", "0"], "top_k must be in [1, 4611686018427387904], got 0"),
         (_good, ["--min-similarity", "1.5"], "min_similarity must be in [0, 1], got 1.5"),
         (lambda p: p / "absent.parquet", [], "input file not found: "),
         (lambda p: p / "results.txt", [], "unsupported file extension '.txt'"),

@@ -4,7 +4,6 @@ engine == reference under several configurations. Skipped when the fixture is ab
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -12,9 +11,14 @@ import pytest
 from ragframe import schema as c
 from ragframe.postprocess import PostprocessConfig
 from ragframe.postprocess._kernels import _parts
-from tests.conftest import assert_same_rows, config, run_engine, run_reference, with_chunk_text
-
-CRANFIELD = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cranfield"
+from tests.conftest import (
+    CRANFIELD,
+    assert_same_rows,
+    config,
+    run_engine,
+    run_reference,
+    with_chunk_text,
+)
 
 # seed order: top_k, min_similarity, max_chunk_gap, max_blocks, max_characters,
 # max_merged_block_characters

@@ -63,11 +63,23 @@ def _spans(row: dict[str, Any]) -> list[tuple[int, int, float]] | None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"fragment_size": 17}, "fragment_size must be >= 18, got 17"),
-        ({"fragment_size": 1.5}, "fragment_size must be an integer >= 18, got 1.5"),
-        ({"number_of_fragments": 0}, "number_of_fragments must be >= 1, got 0"),
-        ({"boundary_max_scan": -1}, "boundary_max_scan must be >= 0, got -1"),
-        ({"max_matches": True}, "max_matches must be an integer >= 1, got True"),
+        ({"fragment_size": 17}, "fragment_size must be in [18, 4611686018427387904], got 17"),
+        (
+            {"fragment_size": 1.5},
+            "fragment_size must be an integer in [18, 4611686018427387904], got 1.5",
+        ),
+        (
+            {"number_of_fragments": 0},
+            "number_of_fragments must be in [1, 4611686018427387904], got 0",
+        ),
+        (
+            {"boundary_max_scan": -1},
+            "boundary_max_scan must be in [0, 4611686018427387904], got -1",
+        ),
+        (
+            {"max_matches": True},
+            "max_matches must be an integer in [1, 4611686018427387904], got True",
+        ),
         ({"highlighter": "plain"}, "highlighter must be 'fvh' or 'unified', got 'plain'"),
         ({"order": "none"}, "order must be 'score' or 'offset', got 'none'"),
         ({"boundary_chars": None}, "boundary_chars must be a string, got NoneType"),
@@ -436,11 +448,15 @@ def _best_window_terms(content: str, terms: set[str], width: int) -> int:
     return best
 
 
-def _quality_failures(config: HighlightConfig) -> tuple[int, int]:
+def _quality_failures(
+    config: HighlightConfig, docs: pl.DataFrame | None = None, pairs: pl.DataFrame | None = None
+) -> tuple[int, int]:
     """(pairs whose highlight holds fewer distinct query terms than the best
-    1,000-character window of the document, pairs with a match) on real long text."""
-    docs = documents(40, 5000, 50000, seed=11)
-    pairs = queries(docs, 120, 3, seed=11)
+    1,000-character window of the document, pairs with a match), by default on real
+    long text."""
+    if docs is None or pairs is None:
+        docs = documents(40, 5000, 50000, seed=11)
+        pairs = queries(docs, 120, 3, seed=11)
     out = highlight(pairs, docs, config).collect()
     contents = dict(zip(docs["doc_id"], docs["content"], strict=True))
     failures = checked = 0
@@ -451,6 +467,17 @@ def _quality_failures(config: HighlightConfig) -> tuple[int, int]:
         failures += len(got) < best
         checked += best > 0
     return failures, checked
+
+
+_FILLER = "plain words between the matches keep them apart here "  # 53 characters
+
+
+def _crowded(frequent: int, rare_region: bool) -> str:
+    """Six regions of ``frequent`` x "lift", 1,500 characters apart, then (when
+    ``rare_region``) one region with "lift drag": one match of each term."""
+    gap = _FILLER * 30
+    regions = [" ".join(["lift"] * frequent) + " "] * 6 + (["lift drag "] if rare_region else [])
+    return gap + gap.join(regions) + gap
 
 
 def test_quality_bar_holds_for_the_default_config() -> None:
@@ -466,12 +493,18 @@ def test_quality_of_the_unified_mode() -> None:
     assert checked >= 60 and failures <= checked // 20
 
 
-def test_quality_of_lucene_match_count_scoring_is_recorded() -> None:
-    # Lucene's SimpleFieldFragList scores by match count, so a frequent term can crowd
-    # a rarer one out of the top fragments: on this real set 3 of 120 pairs miss a term
-    # the best 1,000-character window holds (the default, scoring="terms", misses none).
-    failures, checked = _quality_failures(HighlightConfig(scoring="matches"))
-    assert checked >= 60 and failures == 3
+def test_match_count_scoring_lets_a_frequent_term_crowd_out_a_rarer_one() -> None:
+    # Lucene's SimpleFieldFragList scores by match count: six fragments of three "lift"
+    # each outrank the one fragment holding "lift drag", so the five kept miss "drag",
+    # which the best 1,000-character window holds; the default, scoring="terms", keeps it.
+    # Fixed text: documents 1 and 2 are crowded; 3 ties (two "lift" per region, as many
+    # matches as "lift drag": the earlier fragments win, still a miss); in 4 the rare
+    # region outranks one "lift" per region; 5 has no rare region (nothing to miss).
+    contents = [_crowded(3, True), _crowded(9, True), _crowded(2, True), _crowded(1, True)]
+    docs = _docs(*contents, _crowded(3, False))
+    pairs = pl.DataFrame({"query": ["lift drag"] * 5, "doc_id": [1, 2, 3, 4, 5]})
+    assert _quality_failures(HighlightConfig(scoring="matches"), docs, pairs) == (3, 5)
+    assert _quality_failures(HighlightConfig(), docs, pairs) == (0, 5)
 
 
 def test_reference_pair_api() -> None:

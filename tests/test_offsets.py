@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -22,9 +21,15 @@ from hypothesis import strategies as st
 from ragframe import WindowConfig, chunk
 from ragframe import schema as c
 from ragframe.postprocess import PostprocessConfig
-from tests.conftest import Runner, assert_same_rows, cand, frame, run_engine, run_reference
-
-CRANFIELD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
+from tests.conftest import (
+    CRANFIELD,
+    Runner,
+    assert_same_rows,
+    cand,
+    frame,
+    run_engine,
+    run_reference,
+)
 
 
 def _offsets(**kwargs: Any) -> PostprocessConfig:

@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from ragframe._validate import check_int
+from ragframe._validate import as_config, set_ints
 from ragframe.errors import ConfigError
 
 HighlighterMode = Literal["fvh", "unified"]
@@ -41,6 +41,9 @@ class HighlightConfig:
             FastVectorHighlighter's phrase limit: 256 is OpenSearch's ``phrase_limit``
             default, which Fess gets; Lucene's own default is unlimited).
 
+    Integers may be Python or numpy integers (not bools), at most ``2**62``
+    (:data:`ragframe._validate.MAX_COUNT`).
+
     Raises:
         ConfigError: a parameter is out of range or of the wrong type.
 
@@ -59,10 +62,15 @@ class HighlightConfig:
     max_matches: int = 256
 
     def __post_init__(self) -> None:
-        check_int("fragment_size", self.fragment_size, 3 * FVH_MARGIN)
-        check_int("number_of_fragments", self.number_of_fragments, 1)
-        check_int("boundary_max_scan", self.boundary_max_scan, 0)
-        check_int("max_matches", self.max_matches, 1)
+        set_ints(
+            self,
+            {
+                "fragment_size": 3 * FVH_MARGIN,
+                "number_of_fragments": 1,
+                "boundary_max_scan": 0,
+                "max_matches": 1,
+            },
+        )
         if self.highlighter not in ("fvh", "unified"):
             raise ConfigError(f"highlighter must be 'fvh' or 'unified', got {self.highlighter!r}")
         if self.order not in ("score", "offset"):
@@ -98,7 +106,7 @@ class FetchConfig(HighlightConfig):
 
     def __post_init__(self) -> None:
         HighlightConfig.__post_init__(self)  # slots: no zero-argument super()
-        check_int("fulltext_threshold", self.fulltext_threshold, 0)
+        set_ints(self, {"fulltext_threshold": 0})
 
     @property
     def highlight_config(self) -> HighlightConfig:
@@ -107,11 +115,10 @@ class FetchConfig(HighlightConfig):
         return HighlightConfig(**fields)
 
 
-def as_highlight_config(config: HighlightConfig | None) -> HighlightConfig:
-    """The highlighter settings of ``config`` (a :class:`FetchConfig` too; defaults when
-    None)."""
-    if config is None:
-        return HighlightConfig()
+def as_highlight_config(config: object) -> HighlightConfig:
+    """The highlighter settings of ``config`` (a :class:`FetchConfig` too, or a mapping of
+    :class:`HighlightConfig` fields; defaults when None)."""
+    config = as_config(config, HighlightConfig)
     if isinstance(config, FetchConfig):
         return config.highlight_config
     return config

@@ -42,9 +42,13 @@ No match gives null (no-match size 0). Offsets and lengths are Unicode code poin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import polars as pl
 
 from ragframe import schema as c
+from ragframe._validate import checked
 from ragframe.errors import SchemaError
 from ragframe.fetch._config import HighlightConfig, as_highlight_config
 from ragframe.fetch._fvh import fvh_passages
@@ -61,7 +65,7 @@ from ragframe.fetch._unified import unified_passages
 def highlight(
     pairs: c.Frame,
     documents: c.Frame,
-    config: HighlightConfig | None = None,
+    config: HighlightConfig | Mapping[str, Any] | None = None,
 ) -> pl.LazyFrame:
     """The query-relevant passages of each (query, document) pair, on their own.
 
@@ -75,7 +79,8 @@ def highlight(
     Args:
         pairs: one row per (query, document) pair.
         documents: the documents' text.
-        config: a :class:`HighlightConfig` or a :class:`~ragframe.FetchConfig`.
+        config: a :class:`HighlightConfig` or a :class:`~ragframe.FetchConfig`, or a
+            mapping of :class:`HighlightConfig` fields.
 
     Returns:
         A LazyFrame: ``pairs``' columns plus ``passages`` and ``highlight``.
@@ -95,8 +100,8 @@ def highlight(
     lf_docs = c.to_lazy(documents, "documents")
     id_type = check_highlight_inputs(lf_pairs.collect_schema(), lf_docs.collect_schema(), "pairs")
     key = [c.QUERY, c.DOC_ID]
-    lf_pairs = lf_pairs.with_columns(pl.col(c.DOC_ID).cast(id_type))
-    lf_docs = lf_docs.with_columns(pl.col(c.DOC_ID).cast(id_type))
+    lf_pairs = lf_pairs.with_columns(checked(c.DOC_ID, id_type, "pairs"))
+    lf_docs = lf_docs.with_columns(checked(c.DOC_ID, id_type, "documents"))
     work = lf_pairs.select(key).drop_nulls().unique(maintain_order=True)
     found = passages_per_pair(work.with_row_index(c.T_PAIR), lf_docs, cfg)
     return lf_pairs.join(found, on=key, how="left", maintain_order="left")

@@ -3,11 +3,13 @@ text), its content, and the request order kept; requests whose document is missi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import polars as pl
 
 from ragframe import schema as c
+from ragframe._validate import as_config, checked
 from ragframe.fetch._analysis import ASCII_SPACE, BLANK_CHARS
 from ragframe.fetch._config import FetchConfig
 from ragframe.fetch._highlight import check_highlight_inputs, doc_id_type, passages_per_pair
@@ -48,7 +50,7 @@ def _lengths(
     c.require_kind(schema, c.CONTENT_LENGTH, ["int", "float", "string"], "sizes")
     doc_id_type(schema, doc_schema, "sizes")
     length = _parse_length(pl.col(c.CONTENT_LENGTH), schema[c.CONTENT_LENGTH])
-    frame = frame.select(pl.col(c.DOC_ID).cast(id_type), length.alias(c.T_CONTENT_LENGTH))
+    frame = frame.select(checked(c.DOC_ID, id_type, "sizes"), length.alias(c.T_CONTENT_LENGTH))
     return frame.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
 
 
@@ -88,8 +90,10 @@ def _prepare(
     req_schema, doc_schema = req.collect_schema(), docs.collect_schema()
     c.require_columns(req_schema, [c.QUERY_ID], "requests")
     id_type = check_highlight_inputs(req_schema, doc_schema, "requests")
-    req = _with_order(req.with_columns(pl.col(c.DOC_ID).cast(id_type)), req_schema)
-    docs = docs.with_columns(pl.col(c.DOC_ID).cast(id_type), pl.col(c.CONTENT).fill_null(""))
+    req = _with_order(req.with_columns(checked(c.DOC_ID, id_type, "requests")), req_schema)
+    docs = docs.with_columns(
+        checked(c.DOC_ID, id_type, "documents"), pl.col(c.CONTENT).fill_null("")
+    )
     docs = docs.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
     return req, docs, id_type, doc_schema
 
@@ -97,7 +101,7 @@ def _prepare(
 def fetch(
     requests: c.Frame,
     documents: c.Frame,
-    config: FetchConfig | None = None,
+    config: FetchConfig | Mapping[str, Any] | None = None,
     *,
     sizes: c.Frame | None = None,
 ) -> pl.LazyFrame:
@@ -124,14 +128,17 @@ def fetch(
     Args:
         requests: the documents chosen for each query's context.
         documents: the documents' text.
-        config: thresholds and highlighter settings (defaults: Fess's).
+        config: thresholds and highlighter settings, a :class:`FetchConfig` or a
+            mapping of its fields (defaults: Fess's).
         sizes: ``content_length`` per ``doc_id`` from the search phase.
 
     Returns:
         A LazyFrame, one row per request whose document exists.
 
     Raises:
+        ConfigError: ``config`` is neither a config nor a mapping of its fields.
         SchemaError: a required column is missing or has the wrong type.
+        DataError: an integer ``doc_id`` too large for Int64 (when collected).
 
     Example:
         >>> import polars as pl
@@ -141,7 +148,7 @@ def fetch(
         >>> out.collect()["strategy"].to_list()
         ['highlight', 'full']
     """
-    cfg = config or FetchConfig()
+    cfg = as_config(config, FetchConfig)
     req, docs, id_type, doc_schema = _prepare(requests, documents)
     lengths = _lengths(docs, sizes, id_type, doc_schema)
     pairs = req.join(docs, on=c.DOC_ID, how="inner", maintain_order="left")

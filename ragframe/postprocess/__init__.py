@@ -28,9 +28,13 @@ Compiled kernels and their cache: :mod:`._kernels` (see its docstring).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import polars as pl
 
 from ragframe import schema as c
+from ragframe._validate import as_config
 from ragframe.postprocess import _inputs, _merge, _select
 from ragframe.postprocess._budget import budget
 from ragframe.postprocess._config import OverlapMode, PostprocessConfig
@@ -40,7 +44,10 @@ __all__ = ["OverlapMode", "PostprocessConfig", "postprocess"]
 
 
 def postprocess(
-    candidates: Frame, config: PostprocessConfig | None = None, *, chunks: Frame | None = None
+    candidates: Frame,
+    config: PostprocessConfig | Mapping[str, Any] | None = None,
+    *,
+    chunks: Frame | None = None,
 ) -> pl.LazyFrame:
     """Turn retrieved chunks into context blocks, for every query at once.
 
@@ -57,7 +64,8 @@ def postprocess(
             optional ``entity_type`` (string) and ``rerank_score`` (number). Any other
             column is passed through from the first chunk of each block. Row order is
             the tie-break. A polars DataFrame/LazyFrame or a pyarrow Table.
-        config: the parameters; defaults to ``PostprocessConfig()``.
+        config: the parameters: a :class:`PostprocessConfig` or a mapping of its fields
+            (``{"top_k": 3}``); defaults to ``PostprocessConfig()``.
         chunks: optional chunk store ``(entity_id|doc_id, chunk_index, text)``; its text
             is joined only to the candidates that need it (late materialization). The
             first row wins where a key repeats.
@@ -71,8 +79,12 @@ def postprocess(
         becomes "" and 0 ("" for string ids). Lengths are Unicode code points.
 
     Raises:
-        SchemaError: a required column is missing or has the wrong type (at once).
-        DataError: null ``query_id``, NaN or infinite scores (when collected).
+        ConfigError: ``config`` is neither a config nor a mapping of its fields.
+        SchemaError: a required column is missing or has the wrong type, or a
+            passthrough column is named like an output column (at once).
+        DataError: null ``query_id``, NaN or infinite scores, ids too large for Int64
+            (when collected; the message counts the rows and queries and names the
+            first).
 
     Example:
         >>> import polars as pl
@@ -84,7 +96,7 @@ def postprocess(
         >>> postprocess(rows).collect()["text"].to_list()
         ['Intro text before. Shared overlap phrase for removal and unique second.']
     """
-    config = config or PostprocessConfig()
+    config = as_config(config, PostprocessConfig)
     offsets = config.overlap == "offsets"
     given = to_lazy(candidates, "candidates")
     typed = c.ENTITY_TYPE in given.collect_schema()  # else every type is null

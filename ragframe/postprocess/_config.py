@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ragframe._validate import check_int, check_unit_float
+from ragframe._validate import set_ints, set_unit_float
 from ragframe.errors import ConfigError
 
 OverlapMode = Literal["text", "offsets"]
@@ -32,6 +32,9 @@ class PostprocessConfig:
             seed: by matching normalized text) or ``"offsets"`` (opt-in: exactly by the
             ``start_char``/``end_char`` columns).
 
+    Integers may be Python or numpy integers (not bools), at most ``2**62``
+    (:data:`ragframe._validate.MAX_COUNT`); ``min_similarity`` any real number in [0, 1].
+
     Raises:
         ConfigError: a parameter is out of range or of the wrong type.
 
@@ -49,11 +52,16 @@ class PostprocessConfig:
     overlap: OverlapMode = "text"
 
     def __post_init__(self) -> None:
-        check_int("top_k", self.top_k, 1)
-        check_unit_float("min_similarity", self.min_similarity)
-        check_int("max_chunk_gap", self.max_chunk_gap, 0)
-        check_int("max_blocks", self.max_blocks, 1)
-        check_int("max_characters", self.max_characters, 1)
-        check_int("max_merged_block_characters", self.max_merged_block_characters, 1)
+        set_ints(
+            self,
+            {
+                "top_k": 1,
+                "max_chunk_gap": 0,
+                "max_blocks": 1,
+                "max_characters": 1,
+                "max_merged_block_characters": 1,
+            },
+        )
+        set_unit_float(self, "min_similarity")
         if self.overlap not in ("text", "offsets"):
             raise ConfigError(f"overlap must be 'text' or 'offsets', got {self.overlap!r}")

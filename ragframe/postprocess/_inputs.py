@@ -7,12 +7,11 @@ whole-column kernels, raising :class:`~ragframe.errors.DataError` when collected
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.errors import DataError, SchemaError
+from ragframe._validate import checked
+from ragframe.errors import SchemaError
 from ragframe.schema import TMP, require_columns, require_kind
 
 OFFSETS = (c.START_CHAR, c.END_CHAR)
@@ -51,39 +50,50 @@ _KINDS = {
 
 _NULL_HINTS = {
     c.QUERY_ID: " (every candidate belongs to a query)",
+    c.SIMILARITY: " (use null for a missing score)",
+    c.RERANK_SCORE: " (use null for a missing score)",
     c.START_CHAR: " (overlap='offsets' needs the offsets of every chunk)",
     c.END_CHAR: " (overlap='offsets' needs the offsets of every chunk)",
 }
+_PRESENT = (c.QUERY_ID, c.START_CHAR, c.END_CHAR)
+"""Columns that may not hold nulls."""
+
+RESERVED = tuple(n for n in c.BLOCK_COLUMNS if n not in (*KNOWN, c.TEXT))
+"""Output columns an input column may not be named like (it would be passed through)."""
 
 
-def _checked(name: str, what: str) -> Callable[[pl.Series], pl.Series]:
-    """Kernel that raises :class:`DataError` on nulls (ids, offsets) or NaN/inf scores."""
-
-    def check(values: pl.Series) -> pl.Series:
-        if values.dtype.is_float():
-            if (values.is_nan() | values.is_infinite()).any():
-                raise DataError(
-                    f"{what}: column '{name}' contains NaN or infinite values; "
-                    "expected finite numbers (use null for a missing score)"
-                )
-        elif values.null_count():
-            raise DataError(
-                f"{what}: column '{name}' has null values; "
-                f"expected a value on every row{_NULL_HINTS.get(name, '')}"
-            )
-        return values
-
-    return check
+def validated(
+    name: str,
+    dtype: pl.DataType | type[pl.DataType],
+    what: str,
+    *,
+    shown: str | None = None,
+    key: tuple[str, str] | None = None,
+) -> pl.Expr:
+    """``name`` cast to ``dtype``, checked when collected (:func:`~ragframe._validate.
+    checked`): nulls in ids and offsets, NaN or infinite scores, ids too large for
+    Int64; the error names the column as the user does (``shown``) and, with ``key``
+    (the query id column and its user name), the queries affected."""
+    hint = _NULL_HINTS.get(name, "")
+    return checked(name, dtype, what, shown=shown, key=key, present=name in _PRESENT, hint=hint)
 
 
-def validated(name: str, dtype: pl.DataType | type[pl.DataType], what: str) -> pl.Expr:
-    """``name`` cast to ``dtype`` and checked by :func:`_checked` when collected."""
-    return (
-        pl.col(name)
-        .cast(dtype)
-        .map_batches(_checked(name, what), return_dtype=dtype, is_elementwise=True)
-        .alias(name)
-    )
+def user_names(schema: pl.Schema) -> dict[str, str]:
+    """Canonical column name -> the input's own (``doc_id`` where it stands for
+    ``entity_id``)."""
+    if c.ENTITY_ID not in schema and c.DOC_ID in schema:
+        return {c.ENTITY_ID: c.DOC_ID}
+    return {}
+
+
+def _check_passthrough(passthrough: list[str], what: str) -> None:
+    taken = [name for name in passthrough if name in RESERVED]
+    if taken:
+        raise SchemaError(
+            f"{what}: column '{taken[0]}' is named like an output column; "
+            f"output columns {list(RESERVED)} are reserved; "
+            f"hint: rename it (e.g. to 'input_{taken[0]}')"
+        )
 
 
 def _aliased(lf: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.Schema]:
@@ -94,10 +104,14 @@ def _aliased(lf: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.Schema]:
     return lf, schema
 
 
-def _check_kinds(schema: pl.Schema, what: str) -> None:
+def _check_kinds(schema: pl.Schema, what: str, names: dict[str, str] | None = None) -> None:
+    """The kinds of the known columns; ``names``: canonical -> the input's own name,
+    used in the message (``doc_id``)."""
+    names = names or {}
     for name, kinds in _KINDS.items():
         if name in schema:
-            require_kind(schema, name, kinds, what)
+            shown = names.get(name, name)
+            require_kind({shown: schema[name]}, shown, kinds, what)
 
 
 def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.LazyFrame, list[str]]:
@@ -107,18 +121,18 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
     :data:`OPTIONAL`, only when given: see :func:`absent`), ``text`` and the offsets
     unless a chunk store supplies them, and the passthrough columns.
     """
+    names = user_names(lf.collect_schema())
     lf, schema = _aliased(lf)
     mine = [] if has_store else [c.TEXT, *(OFFSETS if offsets else ())]
-    require_columns(
-        schema, [c.QUERY_ID, c.ENTITY_ID, c.CHUNK_INDEX, c.SIMILARITY, *mine], "candidates"
-    )
+    required = [c.QUERY_ID, c.ENTITY_ID, c.CHUNK_INDEX, c.SIMILARITY, *mine]
+    require_columns(schema, required, "candidates", {c.ENTITY_ID: c.DOC_ID})
     clash = [n for n in (c.TEXT, *(OFFSETS if offsets else ())) if has_store and n in schema]
     if clash:
         raise SchemaError(
             f"candidates: has {clash} and a chunk store was given; expected one source "
             "(drop the columns or pass chunks=None)"
         )
-    _check_kinds(schema, "candidates")
+    _check_kinds(schema, "candidates", names)
     reserved = [name for name in schema if name.startswith(TMP)]
     if reserved:
         raise SchemaError(
@@ -126,21 +140,27 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
         )
     used = {*KNOWN, c.TEXT, *(OFFSETS if offsets else ())}
     passthrough = [name for name in schema if name not in used]
+    _check_passthrough(passthrough, "candidates")
 
+    key = (c.QUERY_ID, c.QUERY_ID)
     text_side = (
-        [] if has_store else [pl.col(c.TEXT).cast(pl.String), *_offset_exprs(offsets, "candidates")]
+        []
+        if has_store
+        else [pl.col(c.TEXT).cast(pl.String), *_offset_exprs(offsets, "candidates", key)]
     )
+    entity = pl.String if schema[c.ENTITY_ID] == pl.String else pl.Int64
+    shown = names.get(c.ENTITY_ID)
     out = lf.with_row_index(c.T_ROW).select(
         c.T_ROW,
         validated(
             c.QUERY_ID, pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64, "candidates"
         ),
-        pl.col(c.ENTITY_ID).cast(pl.String if schema[c.ENTITY_ID] == pl.String else pl.Int64),
+        validated(c.ENTITY_ID, entity, "candidates", shown=shown, key=key),
         *([pl.col(c.ENTITY_TYPE).cast(pl.String)] if c.ENTITY_TYPE in schema else []),
-        pl.col(c.CHUNK_INDEX).cast(pl.Int64).fill_null(0),
-        validated(c.SIMILARITY, pl.Float64, "candidates"),
+        validated(c.CHUNK_INDEX, pl.Int64, "candidates", key=key).fill_null(0),
+        validated(c.SIMILARITY, pl.Float64, "candidates", key=key),
         *(
-            [validated(c.RERANK_SCORE, pl.Float64, "candidates")]
+            [validated(c.RERANK_SCORE, pl.Float64, "candidates", key=key)]
             if c.RERANK_SCORE in schema
             else []
         ),
@@ -150,8 +170,8 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
     return out, passthrough
 
 
-def _offset_exprs(offsets: bool, what: str) -> list[pl.Expr]:
-    return [validated(n, pl.Int64, what) for n in OFFSETS] if offsets else []
+def _offset_exprs(offsets: bool, what: str, key: tuple[str, str] | None = None) -> list[pl.Expr]:
+    return [validated(n, pl.Int64, what, key=key) for n in OFFSETS] if offsets else []
 
 
 def store_key(entity_dtype: pl.DataType) -> list[pl.Expr]:

@@ -6,16 +6,18 @@ Its ``start_char``/``end_char`` (code points, end exclusive) are what
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
 
+from ragframe._validate import as_config
 from ragframe.schema import CHUNK_INDEX, CONTENT, DOC_ID, require_columns, require_kind, to_lazy
 from ragframe.window._config import WindowConfig
 from ragframe.window._slide import slide
 
 
-def chunk(documents: Any, config: WindowConfig) -> pl.LazyFrame:
+def chunk(documents: Any, config: WindowConfig | Mapping[str, Any]) -> pl.LazyFrame:
     """Cut every document's ``content`` into overlapping character windows.
 
     Needs ``doc_id`` (int or string) and ``content`` (string). Other columns are
@@ -29,7 +31,8 @@ def chunk(documents: Any, config: WindowConfig) -> pl.LazyFrame:
 
     Args:
         documents: one row per document (Polars DataFrame/LazyFrame or pyarrow Table).
-        config: window size and overlap.
+        config: window size and overlap (a :class:`WindowConfig` or a mapping of its
+            fields).
 
     Returns:
         A LazyFrame with ``doc_id``, ``chunk_index`` (0-based), ``start_char``,
@@ -45,6 +48,7 @@ def chunk(documents: Any, config: WindowConfig) -> pl.LazyFrame:
         >>> out.select("chunk_index", "start_char", "end_char").rows()
         [(0, 0, 4), (1, 2, 6), (2, 4, 8), (3, 6, 10)]
     """
+    config = as_config(config, WindowConfig)
     frame = to_lazy(documents, "documents")
     schema = frame.collect_schema()
     require_columns(schema, (DOC_ID, CONTENT), "documents")

@@ -14,11 +14,13 @@ other astral characters count 1 here, 2 in Java).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
 
 from ragframe import schema as c
+from ragframe._validate import as_config
 from ragframe.schema import (
     DOC_ID,
     SECTION_INDEX,
@@ -73,7 +75,7 @@ def _documents(sections: Any) -> pl.LazyFrame:
     )
 
 
-def assemble(sections: Any, config: WindowConfig) -> pl.LazyFrame:
+def assemble(sections: Any, config: WindowConfig | Mapping[str, Any]) -> pl.LazyFrame:
     """The seed's single window per document: the full text if it fits, else its prefix.
 
     Needs ``doc_id`` (int or string), ``section_index`` (int), ``text`` (string) and
@@ -86,7 +88,8 @@ def assemble(sections: Any, config: WindowConfig) -> pl.LazyFrame:
 
     Args:
         sections: one row per section (Polars DataFrame/LazyFrame or pyarrow Table).
-        config: ``window_chars`` bounds the text; ``overlap_chars`` is not used.
+        config: ``window_chars`` bounds the text; ``overlap_chars`` is not used (a
+            :class:`WindowConfig` or a mapping of its fields).
 
     Returns:
         A LazyFrame with ``doc_id``, ``text`` (the first ``window_chars`` characters of
@@ -102,6 +105,7 @@ def assemble(sections: Any, config: WindowConfig) -> pl.LazyFrame:
         >>> assemble(s, WindowConfig(window_chars=12)).collect().row(0)
         (1, 'Intro\\nabc\\n\\nd', True)
     """
+    config = as_config(config, WindowConfig)
     full = pl.col(c.T_FULL_TEXT)
     return _documents(sections).select(
         DOC_ID,
@@ -110,7 +114,7 @@ def assemble(sections: Any, config: WindowConfig) -> pl.LazyFrame:
     )
 
 
-def windows(sections: Any, config: WindowConfig) -> pl.LazyFrame:
+def windows(sections: Any, config: WindowConfig | Mapping[str, Any]) -> pl.LazyFrame:
     """Every window of every document's full text, with character offsets.
 
     Input as for :func:`assemble`. Windows start at ``0`` and every ``config.step``
@@ -122,7 +126,8 @@ def windows(sections: Any, config: WindowConfig) -> pl.LazyFrame:
 
     Args:
         sections: one row per section (Polars DataFrame/LazyFrame or pyarrow Table).
-        config: window size and overlap.
+        config: window size and overlap (a :class:`WindowConfig` or a mapping of its
+            fields).
 
     Returns:
         A LazyFrame with ``doc_id``, ``window_index`` (0-based), ``start_char``,
@@ -138,6 +143,7 @@ def windows(sections: Any, config: WindowConfig) -> pl.LazyFrame:
         >>> windows(s, WindowConfig(window_chars=4, overlap_chars=2)).collect()["text"].to_list()
         ['abcd', 'cdef', 'efgh', 'ghij']
     """
+    config = as_config(config, WindowConfig)
     return slide(
         _documents(sections),
         text=c.T_FULL_TEXT,
