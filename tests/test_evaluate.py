@@ -21,8 +21,8 @@ from ragframe.evaluate import (
     summarize,
     write_run,
 )
+from tests.conftest import require_cranfield
 
-CRANFIELD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
 CRANFIELD_GAIN = {1: 4, 2: 3, 3: 2, 4: 1}
 """Cranfield's grades run 1 (complete answer) to 4 (minimal interest); -1 is not
 relevant."""
@@ -40,10 +40,7 @@ TREC_MEASURES = {
 
 
 def _cranfield(name: str) -> pl.DataFrame:
-    path = CRANFIELD / f"{name}.parquet"
-    if not path.is_file():
-        pytest.skip("the Cranfield fixture (../shared/data/cranfield) is absent")
-    return pl.read_parquet(path)
+    return pl.read_parquet(require_cranfield(f"{name}.parquet") / f"{name}.parquet")
 
 
 def _trec_eval(qrels: pl.DataFrame, ranking: pl.DataFrame) -> dict[str, dict[str, float]]:
