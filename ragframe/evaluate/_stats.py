@@ -1,0 +1,125 @@
+"""Statistics of a sweep (SPEC 5): seeded bootstrap confidence intervals of a mean,
+paired tests against a baseline (randomization and Student's t), Holm's correction
+across configurations, and the Pareto front of a metric against its cost.
+
+Everything works on whole arrays (queries x resamples); nothing loops over queries.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+F64 = npt.NDArray[np.float64]
+
+RESAMPLES = 2000
+"""Bootstrap resamples and randomization-test sign flips."""
+_BLOCK = 256
+"""Resamples drawn at once (bounds memory to queries x 256 values)."""
+
+
+def bootstrap_ci(
+    values: F64, *, seed: int = 0, resamples: int = RESAMPLES, level: float = 0.95
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean of ``values`` (nan when empty)."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for lo in range(0, resamples, _BLOCK):
+        hi = min(lo + _BLOCK, resamples)
+        picks = rng.integers(0, n, size=(hi - lo, n))
+        means[lo:hi] = values[picks].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def randomization_p(differences: F64, *, seed: int = 0, resamples: int = RESAMPLES) -> float:
+    """Two-sided paired randomization (sign-flip) test of mean difference 0:
+    (extreme flips + 1) / (resamples + 1). 1.0 when every difference is 0."""
+    n = len(differences)
+    observed = abs(float(differences.mean())) if n else 0.0
+    if n == 0 or not np.any(differences):
+        return 1.0
+    rng = np.random.default_rng(seed)
+    extreme = 0
+    for lo in range(0, resamples, _BLOCK):
+        hi = min(lo + _BLOCK, resamples)
+        signs = rng.integers(0, 2, size=(hi - lo, n)) * 2 - 1
+        flipped = np.abs((signs * differences).mean(axis=1))
+        extreme += int(np.count_nonzero(flipped >= observed - 1e-12))
+    return (extreme + 1) / (resamples + 1)
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)),
+                    -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):  # fmt: skip
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+        + a * math.log(x) + b * math.log1p(-x)
+    )  # fmt: skip
+    front = math.exp(log_front)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def t_test_p(differences: F64) -> float:
+    """Two-sided paired Student's t-test of mean difference 0 (1.0 when undefined: fewer
+    than 2 queries; 0.0 for a constant non-zero difference)."""
+    n = len(differences)
+    if n < 2:
+        return 1.0
+    mean, sd = float(differences.mean()), float(differences.std(ddof=1))
+    if sd == 0.0:
+        return 1.0 if mean == 0.0 else 0.0
+    t = mean / (sd / math.sqrt(n))
+    df = n - 1
+    return _incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+
+
+def holm(p_values: F64) -> F64:
+    """Holm's step-down adjusted p-values (the same order as given)."""
+    m = len(p_values)
+    order = np.argsort(p_values, kind="stable")
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p_values[order])
+    adjusted = np.empty(m)
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted
+
+
+def pareto_front(gain: F64, cost: F64) -> npt.NDArray[np.bool_]:
+    """Whether each point is on the front: no other point has at least its ``gain`` at
+    no more ``cost``, and is better in one of them."""
+    better_gain = gain[None, :] >= gain[:, None]
+    cheaper = cost[None, :] <= cost[:, None]
+    strictly = (gain[None, :] > gain[:, None]) | (cost[None, :] < cost[:, None])
+    dominated = (better_gain & cheaper & strictly).any(axis=1)
+    return ~dominated

@@ -1,0 +1,68 @@
+"""The sweep's statistics against known values (and scipy where it is installed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragframe.evaluate._stats import (
+    _incomplete_beta,
+    bootstrap_ci,
+    holm,
+    pareto_front,
+    randomization_p,
+    t_test_p,
+)
+
+
+def test_the_t_distribution_matches_known_values() -> None:
+    """Two-sided p of Student's t: t = 2, 10 degrees of freedom -> 0.0733880348;
+    t = 1, 1 df -> 0.5 (the Cauchy case)."""
+    assert _incomplete_beta(5.0, 0.5, 10 / 14) == pytest.approx(0.0733880348, abs=1e-9)
+    assert _incomplete_beta(0.5, 0.5, 0.5) == pytest.approx(0.5, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_paired_t_test_equals_scipy(seed: int) -> None:
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(seed)
+    differences = rng.normal(0.05 * seed, 1.0, 20 + 7 * seed)
+    want = stats.ttest_1samp(differences, 0.0).pvalue
+    assert t_test_p(differences) == pytest.approx(want, rel=1e-9)
+
+
+def test_t_test_edge_cases() -> None:
+    assert t_test_p(np.array([0.3])) == 1.0
+    assert t_test_p(np.zeros(5)) == 1.0
+    assert t_test_p(np.full(5, 0.2)) == 0.0
+
+
+def test_holm_matches_the_step_down_definition() -> None:
+    """R's p.adjust(c(0.01, 0.04, 0.03, 0.005), "holm") is 0.03 0.06 0.06 0.02."""
+    got = holm(np.array([0.01, 0.04, 0.03, 0.005]))
+    assert got == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm(np.array([0.5, 0.9])) == pytest.approx([1.0, 1.0])
+
+
+def test_the_bootstrap_is_seeded_and_brackets_the_mean() -> None:
+    values = np.random.default_rng(3).random(50)
+    low, high = bootstrap_ci(values, seed=7)
+    assert (low, high) == bootstrap_ci(values, seed=7)
+    assert low < values.mean() < high
+    assert bootstrap_ci(values, seed=8) != (low, high)
+    assert np.isnan(bootstrap_ci(np.zeros(0))[0])
+
+
+def test_the_randomization_test() -> None:
+    """All five differences positive: only the two all-same-sign flips of 32 are as
+    extreme, so p is near 2/32; no difference at all gives 1."""
+    p = randomization_p(np.array([1.0, 2, 3, 4, 5]), seed=1)
+    assert p == pytest.approx(2 / 32, abs=0.02)
+    assert randomization_p(np.zeros(4)) == 1.0
+    assert randomization_p(np.array([1.0, -1, 2, -2])) == 1.0
+
+
+def test_the_pareto_front_keeps_the_undominated() -> None:
+    gain = np.array([0.5, 0.6, 0.4, 0.6, 0.6])
+    cost = np.array([100.0, 200, 50, 250, 200])
+    assert pareto_front(gain, cost).tolist() == [True, True, True, False, True]
