@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ragframe.cli._common import add_output, collect, write
+from ragframe.cli._common import add_output, check_output, collect, write
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.fetch import FetchConfig, fetch, missing_documents
 from ragframe.io import read_table
@@ -32,6 +32,7 @@ def add_fetch(sub: Any) -> None:
 
 def run_fetch(args: argparse.Namespace) -> dict[str, Any]:
     config = config_from_args(FetchConfig, args)
+    check_output(args.output)
     requests, documents = read_table(args.requests), read_table(args.documents)
     sizes = read_table(args.sizes) if args.sizes else None
     out, missing = collect(
@@ -39,7 +40,7 @@ def run_fetch(args: argparse.Namespace) -> dict[str, Any]:
             fetch(requests, documents, config, sizes=sizes),
             missing_documents(requests, documents),
         ],
-        args.requests,
+        *[args.requests, args.documents, *([args.sizes] if args.sizes else [])],
     )
     write(out, args.output)
     counts = out["strategy"].value_counts()

@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from ragframe import io
-from ragframe.cli._common import add_output, collect, write
+from ragframe.cli._common import add_output, check_output, collect, write
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.schema import DOC_ID, TEXT, TRUNCATED
 from ragframe.window import WindowConfig, assemble, chunk, windows
@@ -45,6 +45,7 @@ def add_window(sub: Any) -> None:
 def run_window(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``window``; ``characters`` counts the characters written in ``text``."""
     config = config_from_args(WindowConfig, args)
+    check_output(args.output)
     sections = io.scan_table(args.sections)
     plan = assemble if args.single else windows
     result, counted = collect(
@@ -80,6 +81,7 @@ def add_chunk(sub: Any) -> None:
 def run_chunk(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``chunk``; ``characters`` counts the characters written in ``text``."""
     config = config_from_args(WindowConfig, args)
+    check_output(args.output)
     documents = io.scan_table(args.documents)
     result, counted = collect(
         lambda: [chunk(documents, config), documents.select(pl.len())], args.documents
