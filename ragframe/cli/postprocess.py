@@ -64,9 +64,9 @@ def add_postprocess(sub: Any) -> None:
 def run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``postprocess``; the summary counts queries, rows, blocks and characters."""
     config = config_from_args(PostprocessConfig, args)
-    check_output(args.output)
     candidates = scan_table(args.results)
     chunks = scan_table(args.chunks) if args.chunks else None
+    check_output(args.output)
     counts = pl.len().alias("rows"), pl.col(c.QUERY_ID).n_unique().alias("queries")
     blocks, stats = collect(
         lambda: [postprocess(candidates, config, chunks=chunks), candidates.select(counts)],

@@ -45,8 +45,8 @@ def add_window(sub: Any) -> None:
 def run_window(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``window``; ``characters`` counts the characters written in ``text``."""
     config = config_from_args(WindowConfig, args)
-    check_output(args.output)
     sections = io.scan_table(args.sections)
+    check_output(args.output)
     plan = assemble if args.single else windows
     result, counted = collect(
         lambda: [plan(sections, config), sections.select(pl.col(DOC_ID).n_unique())],
@@ -81,8 +81,8 @@ def add_chunk(sub: Any) -> None:
 def run_chunk(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``chunk``; ``characters`` counts the characters written in ``text``."""
     config = config_from_args(WindowConfig, args)
-    check_output(args.output)
     documents = io.scan_table(args.documents)
+    check_output(args.output)
     result, counted = collect(
         lambda: [chunk(documents, config), documents.select(pl.len())], args.documents
     )
