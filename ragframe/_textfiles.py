@@ -80,10 +80,8 @@ def csv_problem(path: Path, error: str = "") -> str | None:
                     return found
                 continue
             if len(record) != len(header):
-                return (
-                    f"line {line}: {len(record)} fields, expected {len(header)} "
-                    "(as many as the header has)"
-                )
+                fields = f"{len(record)} field" + ("" if len(record) == 1 else "s")
+                return f"line {line}: {fields}, expected {len(header)} (as many as the header has)"
             if unparsed and _holds(header, record, unparsed):
                 return (
                     f"line {line}: column '{unparsed['column']}' has {unparsed['value']!r}, "
