@@ -1,15 +1,51 @@
-"""Helpers shared by the CLI's subcommands: one-line errors, collecting, writing."""
+"""Helpers shared by the CLI's subcommands: one-line errors, collecting, writing, and
+the option types that accept only what the option means."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 import polars as pl
 
 from ragframe import io
 from ragframe.errors import RagframeError
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,40}")
+
+
+class UsageError(RagframeError):
+    """The command line itself is wrong: an unknown option, a missing argument, a value
+    of the wrong form."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are a :class:`UsageError` (one line, exit 2,
+    printed by :func:`ragframe.cli.main`) instead of usage text and ``SystemExit``."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def integer(text: str) -> int:
+    """An option value that must be written as an integer: ``10``, ``-1``; not ``2e19``,
+    ``1.0`` or ``ten``. Its range is the config's to check."""
+    if not _INTEGER.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(
+            f"expected an integer written in digits (e.g. 10), got {text!r}"
+        )
+    return int(text)
+
+
+def number(text: str) -> float:
+    """An option value that must be a number: ``0.5``, ``1e-3``."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number (e.g. 0.5), got {text!r}") from None
 
 
 def first_line(exc: BaseException) -> str:
@@ -19,28 +55,35 @@ def first_line(exc: BaseException) -> str:
 
 
 @contextmanager
-def one_line_errors(source: str) -> Iterator[None]:
-    """Turn any failure while reading or processing ``source`` into a one-line error."""
+def one_line_errors(*sources: str) -> Iterator[None]:
+    """Turn any failure while reading or processing ``sources`` into a one-line error;
+    a text file Polars could not parse is explained by its first bad line."""
     try:
         yield
     except RagframeError as exc:  # raised inside a plan: keep its class, drop the context
         raise type(exc)(first_line(exc)) from exc
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise RagframeError(f"cannot process {source}: {first_line(exc)}") from exc
+        for source in sources:
+            explained = io.explain_read_error(source, str(exc))
+            if explained:
+                raise RagframeError(explained) from exc
+        raise RagframeError(f"cannot process {', '.join(sources)}: {first_line(exc)}") from exc
 
 
-def collect(plans: Callable[[], list[pl.LazyFrame]], source: str) -> list[pl.DataFrame]:
+def collect(plans: Callable[[], list[pl.LazyFrame]], *sources: str) -> list[pl.DataFrame]:
     """Build the ``plans`` and collect them together, with :func:`one_line_errors`."""
-    with one_line_errors(source):
+    with one_line_errors(*sources):
         return pl.collect_all(plans())
+
+
+def check_output(path: str) -> None:
+    """Fail before any work when ``path`` cannot be written (:func:`io.check_output`)."""
+    io.check_output(path)
 
 
 def write(result: pl.DataFrame, path: str) -> None:
     """Write atomically; an unwritable target is a RagframeError, not a traceback."""
-    try:
-        io.write_table(result, path)
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise RagframeError(f"cannot write {path}: {first_line(exc)}") from exc
+    io.write_table(result, path)
 
 
 def add_output(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +93,7 @@ def add_output(parser: argparse.ArgumentParser) -> None:
         "--output",
         required=True,
         metavar="OUT",
-        help="output table, written atomically; the format comes from the extension "
-        "(.parquet, .arrow, .csv, .jsonl)",
+        help="output table, written atomically (a temporary file renamed into place; "
+        "the mode of an existing file is kept, a symbolic link is written through); the "
+        "format comes from the extension (.parquet, .arrow, .csv, .jsonl)",
     )

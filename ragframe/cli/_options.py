@@ -2,9 +2,10 @@
 
 Each field ``name`` becomes ``--name`` (underscores as hyphens, plus any older spellings
 kept for compatibility) with ``dest=name``. Its type and choices come from the field's
-type hint (``int``, ``float``, ``str`` or a ``Literal`` of strings), its help from the
-``Args:`` section of the docstring of the class that defines the field, and the help
-always ends with the default. Values are only parsed here; the config checks them.
+type hint (``int``: digits only, see :func:`._common.integer`; ``float``; ``str``; or a
+``Literal`` of strings), its help from the ``Args:`` section of the docstring of the
+class that defines the field, and the help always ends with the default. Values are
+only parsed here; the config checks their range.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+from ragframe.cli._common import integer, number
+
 Config = TypeVar("Config")
 
 _ENTRY = re.compile(r"(?P<names>\w+(?:\s*,\s*\w+)*)\s*:\s*(?P<text>.*)", re.DOTALL)
 _ROLE = re.compile(r":\w+:`~?(?:[\w.]*\.)?(?P<name>[^`]+)`")
 _LITERAL = re.compile(r"``(?P<code>[^`]*)``")
 _METAVARS: dict[type, str] = {int: "N", float: "X", str: "TEXT"}
+_PARSERS: dict[type, Any] = {int: integer, float: number, str: str}
 
 
 def _plain(text: str) -> str:
@@ -108,7 +112,7 @@ def _value_options(hint: Any) -> dict[str, Any]:
         choices = list(typing.get_args(hint))
         return {"type": type(choices[0]), "choices": choices}
     if hint in (int, float, str):
-        return {"type": hint, "metavar": _METAVARS.get(hint)}
+        return {"type": _PARSERS[hint], "metavar": _METAVARS.get(hint)}
     raise TypeError(f"no command-line option for a field of type {hint!r}")
 
 

@@ -6,10 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-from ragframe.cli._common import add_output, collect, write
+import polars as pl
+
+from ragframe.cli._common import add_output, check_output, collect, write
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.fetch import FetchConfig, fetch, missing_documents
-from ragframe.io import read_table
+from ragframe.io import scan_table
 
 
 def add_fetch(sub: Any) -> None:
@@ -32,19 +34,21 @@ def add_fetch(sub: Any) -> None:
 
 def run_fetch(args: argparse.Namespace) -> dict[str, Any]:
     config = config_from_args(FetchConfig, args)
-    requests, documents = read_table(args.requests), read_table(args.documents)
-    sizes = read_table(args.sizes) if args.sizes else None
-    out, missing = collect(
+    requests, documents = scan_table(args.requests), scan_table(args.documents)
+    sizes = scan_table(args.sizes) if args.sizes else None
+    check_output(args.output)
+    out, missing, counted = collect(
         lambda: [
             fetch(requests, documents, config, sizes=sizes),
             missing_documents(requests, documents),
+            requests.select(pl.len()),
         ],
-        args.requests,
+        *[args.requests, args.documents, *([args.sizes] if args.sizes else [])],
     )
     write(out, args.output)
     counts = out["strategy"].value_counts()
     per = dict(zip(counts["strategy"].to_list(), counts["count"].to_list(), strict=True))
-    summary: dict[str, Any] = {"requests": requests.height, "rows": out.height}
+    summary: dict[str, Any] = {"requests": int(counted.item()), "rows": out.height}
     summary.update({name: per.get(name, 0) for name in ("full", "highlight", "truncated_fallback")})
     summary["missing_documents"] = missing.height
     if missing.height:

@@ -8,9 +8,9 @@ from typing import Any
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.cli._common import add_output, collect, write
+from ragframe.cli._common import add_output, check_output, collect, write
 from ragframe.cli._options import add_config_options, config_from_args
-from ragframe.io import scan_table, table_format
+from ragframe.io import scan_table
 from ragframe.postprocess import PostprocessConfig, postprocess
 
 EPILOG = """\
@@ -64,13 +64,13 @@ def add_postprocess(sub: Any) -> None:
 def run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``postprocess``; the summary counts queries, rows, blocks and characters."""
     config = config_from_args(PostprocessConfig, args)
-    table_format(args.output)
     candidates = scan_table(args.results)
     chunks = scan_table(args.chunks) if args.chunks else None
+    check_output(args.output)
     counts = pl.len().alias("rows"), pl.col(c.QUERY_ID).n_unique().alias("queries")
     blocks, stats = collect(
         lambda: [postprocess(candidates, config, chunks=chunks), candidates.select(counts)],
-        args.results,
+        *[args.results, *([args.chunks] if args.chunks else [])],
     )
     write(blocks, args.output)
     return {

@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from ragframe import io
-from ragframe.cli._common import add_output, collect, write
+from ragframe.cli._common import add_output, check_output, collect, write
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.schema import DOC_ID, TEXT, TRUNCATED
 from ragframe.window import WindowConfig, assemble, chunk, windows
@@ -46,6 +46,7 @@ def run_window(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``window``; ``characters`` counts the characters written in ``text``."""
     config = config_from_args(WindowConfig, args)
     sections = io.scan_table(args.sections)
+    check_output(args.output)
     plan = assemble if args.single else windows
     result, counted = collect(
         lambda: [plan(sections, config), sections.select(pl.col(DOC_ID).n_unique())],
@@ -81,6 +82,7 @@ def run_chunk(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``chunk``; ``characters`` counts the characters written in ``text``."""
     config = config_from_args(WindowConfig, args)
     documents = io.scan_table(args.documents)
+    check_output(args.output)
     result, counted = collect(
         lambda: [chunk(documents, config), documents.select(pl.len())], args.documents
     )

@@ -122,4 +122,4 @@ def pareto_front(gain: F64, cost: F64) -> npt.NDArray[np.bool_]:
     cheaper = cost[None, :] <= cost[:, None]
     strictly = (gain[None, :] > gain[:, None]) | (cost[None, :] < cost[:, None])
     dominated = (better_gain & cheaper & strictly).any(axis=1)
-    return ~dominated
+    return np.asarray(~dominated, dtype=np.bool_)

@@ -1,0 +1,235 @@
+"""Files in and out: modes, symbolic links, temporaries, interrupts, messages that name
+the user's path, read errors that name the line; and a CLI run writes nothing into the
+installed package."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import ragframe
+from ragframe import io
+from ragframe.errors import RagframeError
+
+DF = pl.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.fixture
+def umask_027() -> Iterator[None]:
+    old = os.umask(0o027)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_a_new_file_gets_the_umask_mode(tmp_path: Path, umask_027: None) -> None:
+    io.write_table(DF, tmp_path / "new.parquet")
+    assert _mode(tmp_path / "new.parquet") == 0o640
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o604, 0o600, 0o660])
+def test_an_overwritten_file_keeps_its_mode(tmp_path: Path, umask_027: None, mode: int) -> None:
+    target = tmp_path / "kept.csv"
+    target.write_text("old\n")
+    target.chmod(mode)
+    io.write_table(DF, target)
+    assert _mode(target) == mode
+    assert pl.read_csv(target).equals(DF)
+
+
+def test_a_symlink_is_written_through(tmp_path: Path) -> None:
+    real = tmp_path / "data" / "real.parquet"
+    real.parent.mkdir()
+    real.write_bytes(b"old")
+    real.chmod(0o640)
+    link = tmp_path / "link.parquet"
+    link.symlink_to(Path("data") / "real.parquet")  # relative, as users make them
+    io.write_table(DF, link)
+    assert link.is_symlink() and os.readlink(link) == os.path.join("data", "real.parquet")
+    assert pl.read_parquet(real).equals(DF)
+    assert _mode(real) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "link.parquet"]
+    assert [p.name for p in real.parent.iterdir()] == ["real.parquet"]
+
+
+def _dead_pid() -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+def test_stale_temporaries_of_the_same_output_are_removed(tmp_path: Path) -> None:
+    dead, alive = _dead_pid(), os.getppid()
+    stale = tmp_path / f".out.parquet{io.TEMP_MARK}{dead}-0badcafe"
+    running = tmp_path / f".out.parquet{io.TEMP_MARK}{alive}-0badcafe"
+    other = tmp_path / f".other.parquet{io.TEMP_MARK}{dead}-0badcafe"
+    unrelated = tmp_path / ".out.parquet.mine"
+    for path in (stale, running, other, unrelated):
+        path.write_bytes(b"x" * 100)
+    assert io.stale_temporaries(tmp_path / "out.parquet") == [stale]
+    io.write_table(DF, tmp_path / "out.parquet")
+    assert not stale.exists()
+    assert running.exists() and other.exists() and unrelated.exists()
+
+
+def test_an_interrupt_during_the_write_leaves_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "out.parquet"
+    target.write_bytes(b"previous")
+
+    def interrupted(df: pl.DataFrame, path: str, fmt: str) -> None:
+        Path(path).write_bytes(b"partial")
+        assert io.TEMP_MARK in Path(path).name and Path(path).name.startswith(".out.parquet")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(io, "_write", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        io.write_table(DF, target)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.parquet"]
+    assert target.read_bytes() == b"previous"
+
+
+def test_a_failed_write_names_the_users_path_not_the_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(df: pl.DataFrame, path: str, fmt: str) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+    monkeypatch.setattr(io, "_write", full)
+    target = tmp_path / "out.parquet"
+    with pytest.raises(RagframeError) as caught:
+        io.write_table(DF, target)
+    assert str(caught.value) == f"cannot write {target}: No space left on device"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("folder", "cannot write {p}: it is a directory; expected a file path such as "),
+        ("file.txt/x.parquet", "cannot write {p}: {d}/file.txt is not a directory"),
+        ("x.xlsx", "unsupported file extension '.xlsx' for {p}; expected one of "),
+        ("noext", "no file extension for {p}; expected one of "),
+    ],
+    ids=["directory", "parent-is-a-file", "extension", "no-extension"],
+)
+def test_check_output_refuses(tmp_path: Path, name: str, message: str) -> None:
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file.txt").write_text("x")
+    path = tmp_path / name
+    with pytest.raises(RagframeError) as caught:
+        io.check_output(path)
+    assert str(caught.value).startswith(message.format(p=path, d=tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "folder"]
+
+
+def test_check_output_on_a_filesystem_without_files() -> None:
+    with pytest.raises(RagframeError, match=r"^cannot write /proc/x\.parquet: cannot create a "):
+        io.check_output("/proc/x.parquet")
+
+
+def test_missing_parents_are_checked_then_created_only_by_the_write(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "out.jsonl"
+    assert io.check_output(target) == target
+    assert list(tmp_path.iterdir()) == []  # the check creates nothing
+    io.write_table(DF, target)
+    assert pl.read_ndjson(target).equals(DF)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("r.csv", b"a,b\n1,x\n2,y,z\n", "line 3: 3 fields, expected 2"),
+        ("r.csv", b"a,b\n1,x\n2\n", "line 3: 1 field, expected 2"),
+        ("r.csv", b"a,b,a\n1,x,2\n", "line 1: duplicate column names in the header: 'a'"),
+        ("r.csv", b"a,b\n1,x\n2,\xff\n", "line 3: invalid UTF-8 (byte 0xff at byte 3"),
+        ("r.jsonl", b'{"a": 1}\n\n{"a": 2,}\n', "line 3: invalid JSON"),
+        ("r.jsonl", b'{"a": 1}\n"text"\n', "line 2: expected one JSON object per line, got a str"),
+        ("r.jsonl", b'{"a": "caf\xe9"}\n', "line 1: invalid UTF-8 (byte 0xe9"),
+        ("r.parquet", b"", "the file is empty"),
+        ("r.parquet", b"PAR1 not really", "cannot read"),
+    ],
+    ids=[
+        "extra-field",
+        "missing-field",
+        "duplicates",
+        "utf8-csv",
+        "json",
+        "not-object",
+        "utf8-jsonl",
+        "empty",
+        "corrupt",
+    ],
+)
+def test_read_errors_name_the_file_and_line(
+    tmp_path: Path, name: str, data: bytes, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(RagframeError) as caught:
+        io.read_table(path)
+    text = str(caught.value)
+    assert text.startswith(f"cannot read {path}: "), text
+    assert message in text and "\n" not in text, text
+
+
+def test_the_encoding_hint() -> None:
+    assert "re-encode it first, e.g. iconv -f latin1 -t utf-8" in io._textfiles._ENCODING_HINT
+
+
+def test_a_cli_run_writes_nothing_into_the_package(tmp_path: Path) -> None:
+    """The compiled-kernel cache and everything else a run writes stay outside the
+    installed package, so an install or uninstall leaves nothing behind (issue 12 #1)."""
+    package = Path(ragframe.__file__).resolve().parent
+
+    def files() -> dict[str, float]:
+        return {str(p): p.stat().st_mtime for p in package.rglob("*") if p.suffix != ".pyc"}
+
+    before = files()
+    io.write_table(
+        pl.DataFrame(
+            {
+                "query_id": [1],
+                "entity_id": [1],
+                "chunk_index": [0],
+                "text": ["a b"],
+                "similarity": [0.9],
+            }
+        ),
+        tmp_path / "r.parquet",
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragframe.cli",
+            "postprocess",
+            str(tmp_path / "r.parquet"),
+            "-o",
+            str(tmp_path / "b.parquet"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert files() == before
