@@ -48,21 +48,23 @@ def list_metrics(ranking: pl.LazyFrame, qrels: pl.LazyFrame, ks: Sequence[int]) 
     """The list metrics of every judged query (``ranking`` as
     :func:`ragframe.evaluate._runs.document_ranking` gives it; ``qrels`` with gains).
     One row per query of ``qrels``; a query absent from ``ranking`` scores 0."""
-    gains = qrels.select(c.QUERY_ID, c.DOC_ID, c.GAIN)
-    rows = ranking.join(gains, on=[c.QUERY_ID, c.DOC_ID], how="left").with_columns(
-        pl.col(c.GAIN).fill_null(0.0)
-    )
+    # only the relevant documents a query retrieved count: join them, a small table
+    relevant_docs = qrels.filter(pl.col(c.GAIN) > 0).select(c.QUERY_ID, c.DOC_ID, c.GAIN)
     rank = pl.col(c.RANK)
-    relevant = pl.col(c.GAIN) > 0
-    found = relevant.cast(pl.Int64).cum_sum().over(c.QUERY_ID, order_by=c.RANK)
+    rows = (
+        ranking.select(c.QUERY_ID, c.DOC_ID, c.RANK)
+        .join(relevant_docs, on=[c.QUERY_ID, c.DOC_ID], how="inner")
+        .with_columns(rank.rank("ordinal").over(c.QUERY_ID).alias(c.T_POSITION))
+    )
+    found = pl.col(c.T_POSITION)  # its place among the relevant retrieved
     discount = (rank + 1).cast(pl.Float64).log(2)
     aggs = [
-        (found / rank).filter(relevant).sum().alias(c.T_TOTAL),
-        rank.filter(relevant).min().alias(c.T_RANK),
+        (found / rank).sum().alias(c.T_TOTAL),
+        rank.min().alias(c.T_RANK),
     ]
     for k in ks:
         top = rank <= k
-        aggs.append((relevant & top).sum().cast(pl.Int64).alias(f"{c.T_COUNT}{k}"))
+        aggs.append(top.sum().cast(pl.Int64).alias(f"{c.T_COUNT}{k}"))
         aggs.append((pl.col(c.GAIN) / discount).filter(top).sum().alias(f"{c.T_SIM}{k}"))
     per_query = rows.group_by(c.QUERY_ID).agg(aggs)
     counts = relevant_counts(qrels)

@@ -45,9 +45,13 @@ def document_ranking(candidates: Any) -> pl.LazyFrame:
         .group_by(c.QUERY_ID, c.DOC_ID)
         .agg(pl.col(c.SCORE).max(), pl.col(c.T_ROW).min())
         .sort([c.QUERY_ID, c.SCORE, c.T_ROW], descending=[False, True, False])
+        .drop(c.T_ROW)
+        .with_row_index(c.T_POSITION)
     )
-    rank = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(c.QUERY_ID)
-    return docs.with_columns(rank.alias(c.RANK)).drop(c.T_ROW)
+    # a row's place in its query: its row number less its query's first (no window sort)
+    first = pl.col(c.T_POSITION).min().over(c.QUERY_ID)
+    rank = (pl.col(c.T_POSITION) - first + 1).cast(pl.Int64)
+    return docs.with_columns(rank.alias(c.RANK)).drop(c.T_POSITION)
 
 
 def read_run(path: str | os.PathLike[str]) -> pl.DataFrame:
