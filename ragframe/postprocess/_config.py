@@ -9,6 +9,8 @@ from ragframe._validate import check_int, check_unit_float
 from ragframe.errors import ConfigError
 
 OverlapMode = Literal["text", "offsets"]
+MissingTextPolicy = Literal["error", "empty", "drop"]
+"""What a candidate without a row in the chunk store gets (SPEC 1, "Missing text")."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +33,11 @@ class PostprocessConfig:
         overlap: how the overlap between merged chunks is removed: ``"text"`` (the
             seed: by matching normalized text) or ``"offsets"`` (opt-in: exactly by the
             ``start_char``/``end_char`` columns).
+        missing_text: what happens to a candidate whose (entity_id, chunk_index) has no
+            row in the chunk store (a null entity_id has none): ``"error"`` (a
+            DataError naming how many candidates and queries miss text and the first
+            keys), ``"empty"`` (treated as empty text, like null text) or ``"drop"``
+            (dropped before ranking). Only read when a chunk store is given.
 
     Raises:
         ConfigError: a parameter is out of range or of the wrong type.
@@ -47,6 +54,7 @@ class PostprocessConfig:
     max_characters: int = 8000
     max_merged_block_characters: int = 2000
     overlap: OverlapMode = "text"
+    missing_text: MissingTextPolicy = "error"
 
     def __post_init__(self) -> None:
         check_int("top_k", self.top_k, 1)
@@ -57,3 +65,7 @@ class PostprocessConfig:
         check_int("max_merged_block_characters", self.max_merged_block_characters, 1)
         if self.overlap not in ("text", "offsets"):
             raise ConfigError(f"overlap must be 'text' or 'offsets', got {self.overlap!r}")
+        if self.missing_text not in ("error", "empty", "drop"):
+            raise ConfigError(
+                f"missing_text must be 'error', 'empty' or 'drop', got {self.missing_text!r}"
+            )
