@@ -137,12 +137,11 @@ _KEY = "__test_chunk_key"
 def run_reference(
     candidates: Input, cfg: PostprocessConfig | None = None, *, chunks: Input | None = None
 ) -> Rows:
-    """The oracle, accepting the same inputs as the engine."""
+    """The oracle, accepting the same inputs as the engine (its own chunk store lookup,
+    ``missing_text`` included)."""
     df = _eager(candidates).rename({c.DOC_ID: c.ENTITY_ID}, strict=False)
-    cfg = cfg or PostprocessConfig()
-    if chunks is not None:
-        df = with_chunk_text(df, chunks, offsets=cfg.overlap == "offsets")
-    return postprocess_reference(df, cfg)
+    store = None if chunks is None else _eager(chunks)
+    return postprocess_reference(df, cfg or PostprocessConfig(), chunks=store)
 
 
 def run_engine(

@@ -11,6 +11,7 @@ import pytest
 from ragframe import schema as c
 from ragframe.postprocess import PostprocessConfig
 from ragframe.postprocess._kernels import _parts
+from ragframe.reference._text import JAVA_WHITESPACE, truncate
 from tests.conftest import (
     CRANFIELD,
     assert_same_rows,
@@ -29,6 +30,8 @@ CONFIGS = {
     "wide_merge": config(50, 0.0, 3, 50, 100_000, 2000),
     "tight_budget": config(20, 0.4, 1, 2, 500, 700),
     "edges": config(1, 1.0, 0, 1, 1, 1),
+    "seven_characters": replace(PostprocessConfig(), max_characters=7),
+    "top_one_seven_characters": config(1, 1.0, 0, 1, 7, 2000),
 }
 
 
@@ -84,6 +87,40 @@ def test_reference_merges_the_100_character_overlap(
     exact = sum(str(b[c.TEXT]) in content[b[c.ENTITY_ID]] for b in merged)
     assert len(merged) > 100
     assert exact > 0.75 * len(merged)
+
+
+def _cut_at_zero_too(text: str, limit: int) -> str:
+    """Rule 10's cut as ragframe had it before issue 11: position 0 looked at too."""
+    cut = next(
+        (i for i in range(limit - 1, max(0, limit - 80) - 1, -1) if text[i] in JAVA_WHITESPACE),
+        limit,
+    )
+    return text[:cut].strip("".join(map(chr, range(0x21))))
+
+
+@pytest.mark.parametrize(
+    ("name", "affected"), [("seven_characters", 6), ("top_one_seven_characters", 7)]
+)
+def test_truncation_to_seven_never_cuts_at_position_0(
+    cranfield: tuple[pl.DataFrame, pl.DataFrame],
+    reference_outputs: dict[str, list[dict[str, object]]],
+    name: str,
+    affected: int,
+) -> None:
+    """At max_characters=7 each query keeps its first block cut to 7 (rules 1-9 do not
+    read the budget: it is the first block under an unbounded budget). Some start with
+    whitespace and have none at positions 1-6 (7 queries with top_k 1, as issue 11
+    counted): the seed keeps their first word's start; a cut at position 0 emptied them."""
+    unbounded = run_reference(
+        with_chunk_text(*cranfield), replace(CONFIGS[name], max_characters=10**6)
+    )
+    full = {b[c.QUERY_ID]: str(b[c.TEXT]) for b in unbounded if b[c.BLOCK_RANK] == 0}
+    cut = {b[c.QUERY_ID]: b[c.TEXT] for b in reference_outputs[name]}
+    long = {q: text for q, text in full.items() if len(text) > 7}
+    assert long and all(cut[q] == truncate(text, 7) for q, text in long.items())
+    changed = [q for q, text in long.items() if _cut_at_zero_too(text, 7) != cut[q]]
+    assert len(changed) == affected
+    assert all(_cut_at_zero_too(full[q], 7) == "" and cut[q] for q in changed)
 
 
 @pytest.mark.parametrize("overlap", ["text", "offsets"])

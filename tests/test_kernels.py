@@ -13,6 +13,8 @@ import itertools
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ragframe import _arrow
 from ragframe import schema as c
@@ -21,6 +23,7 @@ from ragframe.postprocess._inputs import _first_rows, store_key
 from ragframe.postprocess._kernels import _contains, _order, _overlap, _text, _walk
 from ragframe.postprocess._kernels._overlap import MIN_OVERLAP
 from ragframe.postprocess._merge import _ascending
+from ragframe.reference._text import skip_units
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
 REPEATS = "a " * 300  # every other position starts a near-match
@@ -220,3 +223,32 @@ def test_first_rows_of_a_store_key_equal_is_first_distinct(key: str, order: str)
     if "sorted" in order and key == "int128":
         keys = keys.sort()  # by the key itself: null keys first
     assert _first_rows(keys).to_list() == keys.is_first_distinct().to_list()
+
+
+WALK_ALPHABET = [
+    " ", "\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x1d", "\x1e", "\x1f", "\u1680",
+    *map(chr, range(0x2000, 0x200B)), "\u2028", "\u2029", "\u205f", "\u3000",
+    "\u00a0", "\u2007", "\u202f", "\x00", "\x01", "a", "b", "\u00e9", "\u6771", "\U0001f600",
+]  # fmt: skip
+"""Every Java whitespace class, the no-break spaces (no Java whitespace: U+2007 sits
+inside U+2000-U+200A), controls the trim strips, and letters of 1 to 4 UTF-8 bytes."""
+
+
+WALK_PIECES = ["ab", "  ", "\u2000 \t", "\u3000", " ", "\u00a0", "x\x1c", "\t\u2028\n"]
+
+
+@given(
+    st.text(st.sampled_from(WALK_ALPHABET), max_size=40)
+    | st.lists(st.sampled_from(WALK_PIECES)).map("".join)
+)
+def test_seed_walk_kernel_is_the_literal_loop(text: str) -> None:
+    """Rule 7's walk, for every count of units: the kernel (and its plain fast path,
+    wherever that answers) equals SPEC's loop as the reference writes it, on runs of
+    every whitespace class, leading runs and no-break spaces; positions are bytes in
+    the kernel, code points here."""
+    data = _bytes(text)
+    for units in range(len(text) + 2):
+        pos = skip_units(text, units)
+        want = (len(text[:pos].encode()), pos)
+        assert _overlap._skip_units(data, 0, len(data), units) == want, units
+        assert _overlap._skip_plain(data, 0, len(data), units) in (-1, want[0]), units

@@ -25,6 +25,7 @@ from tests.conftest import (
     frame,
     run_engine,
     run_reference,
+    with_chunk_text,
 )
 
 # --- SPEC section 1 reference cases (the seed's own tests) -----------------------------
@@ -164,7 +165,7 @@ def test_string_ids(run: Runner) -> None:
     df = frame(rows, query_id=pl.String(), entity_id=pl.String())
     out = run(df, config(5, 0.1))
     assert [(r[c.QUERY_ID], r[c.ENTITY_ID], r[c.TEXT]) for r in out] == [
-        ("q1", "", "none"),
+        ("q1", None, "none"),  # no entity: null stays null (it groups as "")
         ("q1", "doc-a", "aye"),
         ("q2", "doc-b", "bee"),
     ]
@@ -173,8 +174,8 @@ def test_string_ids(run: Runner) -> None:
 def test_nulls_take_their_documented_defaults(run: Runner) -> None:
     rows = [cand(None, None, None, None, entity_type=None)]
     (block,) = run(frame(rows), config(5, 0.1))
-    assert block[c.ENTITY_ID] == 0
-    assert block[c.ENTITY_TYPE] == ""
+    assert block[c.ENTITY_ID] is None  # rule 8: as in the input, not the group key 0
+    assert block[c.ENTITY_TYPE] is None
     assert block[c.TEXT] == ""
     assert block[c.START_CHUNK_INDEX] == 0
     assert block[c.MAX_SIMILARITY] == 0.0
@@ -451,20 +452,25 @@ def _split_store(rows: list[dict[str, Any]]) -> tuple[pl.DataFrame, pl.DataFrame
 
 
 def test_chunk_store_equals_prejoined_text() -> None:
+    """Late materialization changes nothing: the store's text joined up front gives the
+    same blocks (MIXED's candidate without an entity finds no text: "empty" lets it be
+    empty, as the pre-join does)."""
     results, store = _split_store(MIXED)
     extra = pl.DataFrame({c.ENTITY_ID: [99], c.CHUNK_INDEX: [0], c.TEXT: ["never asked for"]})
     store = pl.concat([store, extra])
-    cfg = config(4, 0.2, 1, 3, 200, 100)
-    want = run_reference(results, cfg, chunks=store)
+    cfg = config(4, 0.2, 1, 3, 200, 100, missing_text="empty")
+    want = run_reference(with_chunk_text(results, store), cfg)
+    assert_same_rows(run_reference(results, cfg, chunks=store), want)
     assert_same_rows(run_engine(results, cfg, chunks=store), want)
     assert_same_rows(run_engine(results.lazy(), cfg, chunks=store.lazy()), want)
 
 
-def test_chunk_store_with_doc_id_and_missing_chunks() -> None:
+@pytest.mark.parametrize("mode", ["empty", "drop"])
+def test_chunk_store_with_doc_id_and_missing_chunks(mode: str) -> None:
     results, store = _split_store(MIXED)
     store = store.filter(pl.col(c.CHUNK_INDEX) != 1).rename({c.ENTITY_ID: c.DOC_ID})
     results = results.rename({c.ENTITY_ID: c.DOC_ID})
-    cfg = config(5, 0.1)
+    cfg = config(5, 0.1, missing_text=mode)
     assert_same_rows(
         run_engine(results, cfg, chunks=store), run_reference(results, cfg, chunks=store)
     )

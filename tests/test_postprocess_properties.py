@@ -19,23 +19,40 @@ from hypothesis import strategies as st
 
 import ragframe
 from ragframe import schema as c
+from ragframe.errors import DataError
 from ragframe.postprocess import PostprocessConfig
 from ragframe.postprocess._kernels import _parts
-from tests.conftest import assert_same_rows, frame, run_engine, run_reference
+from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
 WORDS = [
     "a", "the", "fox", "alpha", "beta", "gamma", "naïve", "café", "über", "Ωmega",
     "東京", "データ", "处理", "x", "e\u0301", "shared", "overlap", "phrase", "😀",
     "a.b", "(x)*", "[^$]", "\\d+", "a|b?",
 ]  # fmt: skip
+JAVA_KEPT = [
+    "\x1c", "\x1d", "\x1e", "\x1f", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003",
+    "\u2004", "\u2005", "\u2006", "\u2008", "\u2009", "\u200a", "\u2028", "\u2029",
+    "\u205f", "\u3000",
+]  # fmt: skip
+"""Java whitespace that normalization keeps (only ``[ \\t\\n\\x0B\\f\\r]`` runs collapse;
+the trim strips \\x1c-\\x1f only at the ends)."""
+NO_BREAK = ["\u00a0", "\u2007", "\u202f"]
+"""Spaces that are no Java whitespace."""
+COLLAPSED = [" ", "\t", "\n", "\x0b", "\x0c", "\r"]
 SEPARATORS = [
     " ", " ", " ", "  ", "\t", "\n", "\x0b", "\x0c", "\r", "\r\n", " \t\n\x0b\x0c\r ",
-    "\u00a0", " \u00a0 ", "\u2003", "\x1c", "\x01", "\x1f", "\u3000", "\u2028", "",
-    ", ", ". ", "-",
+    " \u00a0 ", "\x01", "", ", ", ". ", "-", "\u2000 \t", " \u3000", "\x1c\x1d",
+    *JAVA_KEPT, *NO_BREAK,
 ]  # fmt: skip
-WHITESPACE = [" ", "\t", "\n", "\x0b", "\x0c", "\r", "\u00a0", "\u2003", "\x1c", "\x01", "\x00"]
+WHITESPACE = [*COLLAPSED, *JAVA_KEPT, *NO_BREAK, "\x01", "\x00"]
 SCORES = [-0.25, 0.0, 0.05, 0.1, 0.18, 0.3, 0.36, 0.5, 0.6, 0.6 * 0.5, 0.7, 0.9, 1.0, 1.5]
 _RUN = re.compile(r"[ \t\n\x0B\f\r]+")
+
+
+def _runs() -> st.SearchStrategy[str]:
+    """A whitespace run of mixed classes (Java whitespace kept or collapsed, no-break
+    spaces), often empty."""
+    return st.text(st.sampled_from(WHITESPACE), max_size=4)
 
 
 @st.composite
@@ -58,22 +75,41 @@ def windowing(draw: st.DrawFn, chunks: int = 7) -> tuple[str, int, int]:
 
 
 @st.composite
+def seam_texts(draw: st.DrawFn, previous: str) -> str:
+    """A chunk that starts with the end of ``previous`` (20+ normalized characters when
+    ``previous`` has them), with whitespace quirks at the seam: the shared part's
+    collapsible runs respelled, leading whitespace, a run of mixed classes after it
+    (rule 7's walk may stop after its first character), then new text."""
+    start = draw(st.integers(max(0, len(previous) - 60), max(0, len(previous) - 20)))
+    shared = previous[start:]
+    if draw(st.booleans()):
+        shared = _RUN.sub(lambda _: draw(st.sampled_from(["\t", " \n ", "  ", "\r\n"])), shared)
+    tail = draw(st.sampled_from(["", "X", "tail words", "\u00a0end", "😀 x"]))
+    return draw(_runs()) + shared + draw(_runs()) + tail
+
+
+@st.composite
 def chunk_texts(draw: st.DrawFn, base: str, index: int, step: int, width: int) -> str | None:
     """Text of chunk ``index``: mostly its sliding window of ``base``, sometimes not."""
-    kind = draw(st.sampled_from(["window"] * 4 + ["perturbed", "slice", "edge", "random"]))
+    kinds = ["window"] * 4 + ["perturbed", "slice", "edge", "random", "seam", "seam"]
+    kind = draw(st.sampled_from(kinds))
     window = base[index * step : index * step + width]
     if kind == "window":
         return window
     if kind == "perturbed":
-        ws = st.text(st.sampled_from(WHITESPACE), max_size=3)
-        sep = draw(st.sampled_from([" ", "\n\n", "\t \r\n", "\x0b", "\u00a0"]))
-        return draw(ws) + _RUN.sub(sep, window) + draw(ws)
+        sep = draw(st.sampled_from([" ", "\n\n", "\t \r\n", "\x0b", "\u00a0", "\u2000 "]))
+        return draw(_runs()) + _RUN.sub(sep, window) + draw(_runs())
     if kind == "slice":
         start = draw(st.integers(0, len(base)))
         return base[start : start + draw(st.integers(0, 2 * width))]
+    if kind == "seam":  # the end of the previous chunk's window, then more
+        previous = base[max(0, index - 1) * step : max(0, index - 1) * step + width]
+        return draw(seam_texts(previous))
     if kind == "edge":
-        return draw(st.sampled_from([None, "", " ", " \t\n ", "\u00a0", "\x01", "\x0b\x0c"]))
-    return draw(st.text(st.sampled_from([*WHITESPACE, "a", "b", "é", "東", "😀"]), max_size=30))
+        blank = [None, "", " ", " \t\n ", "\u00a0", "\x01", "\x0b\x0c", "\u2003", "\x1c "]
+        return draw(st.sampled_from(blank))
+    letters = [*WHITESPACE, *WHITESPACE, "a", "b", "é", "東", "😀"]
+    return draw(st.text(st.sampled_from(letters), max_size=30))
 
 
 @st.composite
@@ -121,10 +157,11 @@ configs = st.builds(
     min_similarity=st.one_of(st.sampled_from([0.0, 0.1, 0.3, 0.5, 1.0]), st.floats(0, 1)),
     max_chunk_gap=_edge([0, 1, 2, 7]),
     max_blocks=_edge([1, 2, 3, 10]),
-    max_characters=_edge([1, 2, 20, 50, 100, 10_000]),
+    max_characters=st.one_of(st.integers(1, 80), _edge([1, 2, 20, 50, 100, 10_000])),
     max_merged_block_characters=_edge([1, 20, 40, 100, 10_000]),
 )
-"""Every parameter, with its edges (top_k 1, gap 0, budgets of 1) drawn often."""
+"""Every parameter, with its edges (top_k 1, gap 0, budgets of 1) drawn often, and
+``max_characters`` within rule 10's 80-position look-back half the time."""
 
 
 @given(candidate_frames(), configs, st.sampled_from(["in-memory", "streaming"]))
@@ -195,15 +232,57 @@ def test_overlap_removal_equals_reference(df: pl.DataFrame, gap: int, block_char
     assert_same_rows(run_engine(df, cfg), run_reference(df, cfg))
 
 
-@given(candidate_frames(), configs)
-def test_chunk_store_equals_reference(df: pl.DataFrame, cfg: PostprocessConfig) -> None:
+@st.composite
+def seam_chains(draw: st.DrawFn) -> pl.DataFrame:
+    """One entity, each chunk starting with the end of the one before (the shared part
+    often ending in a Java whitespace that normalization keeps, a run of mixed classes
+    after it): rule 7's walk at every seam, blank chunks in between."""
+    words = st.lists(st.sampled_from(WORDS), min_size=4, max_size=12)
+    texts = [" ".join(draw(words)) + draw(st.sampled_from(["", *JAVA_KEPT, *NO_BREAK]))]
+    for _ in range(draw(st.integers(1, 5))):
+        if draw(st.integers(0, 5)) == 0:
+            texts.append(draw(st.sampled_from(["", " ", "\u2003", "\t\u3000 ", "\u00a0"])))
+            continue
+        kept = draw(st.sampled_from(["", *JAVA_KEPT]))  # the next seam ends in it
+        texts.append(draw(seam_texts(texts[-1])) + kept)
+    rows = [cand(1, text, draw(st.sampled_from([0.5, 0.9])), i) for i, text in enumerate(texts)]
+    return frame(draw(st.permutations(rows)))
+
+
+@given(seam_chains(), st.sampled_from([1, 40, 100_000]), st.integers(1, 80))
+def test_seams_equal_reference(df: pl.DataFrame, block_chars: int, budget: int) -> None:
+    """Every seam merged (and, with a small budget, the result truncated)."""
+    for max_characters in (100_000, budget):
+        cfg = config(20, 0.0, 1, 20, max_characters, block_chars)
+        assert_same_rows(run_engine(df, cfg), run_reference(df, cfg))
+
+
+MISSING_TEXT = st.sampled_from(["error", "empty", "drop"])
+
+
+@given(candidate_frames(), configs, MISSING_TEXT, st.integers(0, 3))
+def test_chunk_store_equals_reference(
+    df: pl.DataFrame, cfg: PostprocessConfig, missing_text: str, holes: int
+) -> None:
+    """Late materialization, with a store that lacks some candidates' chunks (every
+    ``holes``-th key, and those of candidates without an entity): each policy as the
+    reference has it, the error message included."""
+    cfg = replace(cfg, missing_text=missing_text)
     store = (
         df.select(c.ENTITY_ID, c.CHUNK_INDEX, c.TEXT)
         .drop_nulls([c.ENTITY_ID, c.CHUNK_INDEX])
         .unique([c.ENTITY_ID, c.CHUNK_INDEX], keep="first", maintain_order=True)
     )
+    if holes:
+        store = store.filter(pl.int_range(pl.len()) % (holes + 1) != holes)
     results = df.drop(c.TEXT)
-    want = run_reference(results, cfg, chunks=store)
+    try:
+        want = run_reference(results, cfg, chunks=store)
+    except ValueError as error:
+        with pytest.raises(DataError) as raised:
+            run_engine(results, cfg, chunks=store)
+        assert str(raised.value).splitlines()[0] == str(error)
+        return
     assert_same_rows(run_engine(results, cfg, chunks=store), want)
 
 

@@ -11,7 +11,7 @@ from ragframe import schema as c
 from ragframe.cli._common import add_output, check_output, collect, write
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.io import scan_table
-from ragframe.postprocess import PostprocessConfig, postprocess
+from ragframe.postprocess import PostprocessConfig, missing_text_counts, postprocess
 
 EPILOG = """\
 input columns (RESULTS):
@@ -62,20 +62,28 @@ def add_postprocess(sub: Any) -> None:
 
 
 def run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
-    """Run ``postprocess``; the summary counts queries, rows, blocks and characters."""
+    """Run ``postprocess``; the summary counts queries, rows, candidates without text in
+    the chunk store, blocks and characters."""
     config = config_from_args(PostprocessConfig, args)
     candidates = scan_table(args.results)
     chunks = scan_table(args.chunks) if args.chunks else None
     check_output(args.output)
     counts = pl.len().alias("rows"), pl.col(c.QUERY_ID).n_unique().alias("queries")
-    blocks, stats = collect(
-        lambda: [postprocess(candidates, config, chunks=chunks), candidates.select(counts)],
+    blocks, stats, missing = collect(
+        lambda: [
+            postprocess(candidates, config, chunks=chunks),
+            candidates.select(counts),
+            missing_text_counts(candidates, chunks),
+        ],
         *[args.results, *([args.chunks] if args.chunks else [])],
     )
     write(blocks, args.output)
+    lacking, queries = missing.row(0)
     return {
         "queries": int(stats["queries"][0]),
         "candidates in": int(stats["rows"][0]),
+        "missing text": f"{lacking} candidates in {queries} queries "
+        f"(missing_text={config.missing_text})",
         "blocks out": blocks.height,
         "characters out": int(blocks[c.CHAR_COUNT].sum()),
         "truncated blocks": int(blocks[c.TRUNCATED].sum()),

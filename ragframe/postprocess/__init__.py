@@ -6,6 +6,7 @@ Where each rule of SPEC section 1 lives:
 ====================================  ===================================================
 Input columns, aliases, chunk store   :mod:`._inputs` (schema checks, ``doc_id`` alias,
                                       store join and dedupe)
+Missing text                          :mod:`._missing` (anti-join; error, empty, drop)
 Parameters                            :mod:`._config` (:class:`PostprocessConfig`)
 1. ranking score, 2. order            :mod:`._select` (``_ranked``)
 3. distinct top-K                     :mod:`._select` (reach, text join, two passes);
@@ -33,14 +34,18 @@ from typing import Any
 
 import polars as pl
 
-from ragframe import schema as c
 from ragframe._validate import as_config
-from ragframe.postprocess import _inputs, _merge, _select
-from ragframe.postprocess._budget import budget
-from ragframe.postprocess._config import OverlapMode, PostprocessConfig
+from ragframe.postprocess import _inputs, _missing, _stages
+from ragframe.postprocess._config import MissingTextPolicy, OverlapMode, PostprocessConfig
 from ragframe.schema import Frame, to_lazy
 
-__all__ = ["OverlapMode", "PostprocessConfig", "postprocess"]
+__all__ = [
+    "MissingTextPolicy",
+    "OverlapMode",
+    "PostprocessConfig",
+    "missing_text_counts",
+    "postprocess",
+]
 
 
 def postprocess(
@@ -68,23 +73,27 @@ def postprocess(
             (``{"top_k": 3}``); defaults to ``PostprocessConfig()``.
         chunks: optional chunk store ``(entity_id|doc_id, chunk_index, text)``; its text
             is joined only to the candidates that need it (late materialization). The
-            first row wins where a key repeats.
+            first row wins where a key repeats. A candidate without a row there (a null
+            ``entity_id`` has none) follows ``config.missing_text``.
 
     Returns:
         A LazyFrame with one row per block, sorted by ``query_id`` then ``block_rank``:
         ``query_id, block_rank, entity_type, entity_id, start_chunk_index,
         end_chunk_index, text, max_similarity, avg_similarity, source_chunk_count,
         rerank_score, ranking_score, char_count, truncated, chunk_indexes`` and the
-        passthrough columns. ``entity_type``/``entity_id`` are the group key: null
-        becomes "" and 0 ("" for string ids). Lengths are Unicode code points.
+        passthrough columns. ``entity_type``/``entity_id`` are those of the group's
+        first chunk as they were in the input: a null stays null (grouping reads it as
+        "" and 0, or "" for string ids); without an ``entity_type`` column it is null.
+        Lengths are Unicode code points.
 
     Raises:
         ConfigError: ``config`` is neither a config nor a mapping of its fields.
         SchemaError: a required column is missing or has the wrong type, or a
             passthrough column is named like an output column (at once).
-        DataError: null ``query_id``, NaN or infinite scores, ids too large for Int64
-            (when collected; the message counts the rows and queries and names the
-            first).
+        DataError: when collected: null ``query_id``, NaN or infinite scores, ids too
+            large for Int64 (the message counts the rows and queries and names the
+            first); with ``chunks`` and ``missing_text="error"`` (the default),
+            candidates the store lacks.
 
     Example:
         >>> import polars as pl
@@ -97,25 +106,28 @@ def postprocess(
         ['Intro text before. Shared overlap phrase for removal and unique second.']
     """
     config = as_config(config, PostprocessConfig)
-    offsets = config.overlap == "offsets"
-    given = to_lazy(candidates, "candidates")
-    typed = c.ENTITY_TYPE in given.collect_schema()  # else every type is null
-    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets)
-    schema = lf.collect_schema()
+    prepared = _stages.prepare(candidates, chunks, config)  # inputs, text source
+    kept = _stages.select(prepared, config)  # rules 1-4
+    blocks = _stages.merge(prepared, kept, config)  # rules 5-9
+    budgeted = _stages.budget(blocks, config, prepared.passthrough)  # rule 10
+    return _stages.finish(prepared, budgeted)  # missing text: an error by default
+
+
+def missing_text_counts(candidates: Frame, chunks: Frame | None) -> pl.LazyFrame:
+    """How many candidates have no row in the chunk store, and in how many queries
+    (SPEC 1, "Missing text"): one row, ``candidates`` and ``queries`` (both 0 without a
+    store). The keys are read as :func:`postprocess` reads them.
+
+    Example:
+        >>> import polars as pl
+        >>> rows = pl.DataFrame({"query_id": [1, 1, 2], "entity_id": [7, 7, 8],
+        ...     "chunk_index": [0, 1, 0], "similarity": [0.9, 0.8, 0.7]})
+        >>> store = pl.DataFrame({"entity_id": [7], "chunk_index": [0], "text": ["a"]})
+        >>> missing_text_counts(rows, store).collect().row(0)
+        (2, 2)
+    """
     if chunks is None:
-        side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())]
-        texts = lf.select(c.T_ROW, *side).cache()  # both walk passes join it
-        on: tuple[list[pl.Expr], list[str]] = ([pl.col(c.T_ROW)], [c.T_ROW])
-    else:
-        store, key, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
-        texts, on = store.cache(), (key, names)  # cached: both walk passes join it
-    zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
-    known = [name for name in _inputs.KNOWN if name in schema]
-    row = [c.T_ROW] if chunks is None else []  # the key of inline text
-    slim = lf.select(*row, *known, *passthrough)  # passthrough rides along
-    kept = _select.kept_chunks(
-        slim, texts, on, zero, config.top_k, config.min_similarity, typed, _inputs.absent(schema)
-    )
-    cap = config.max_merged_block_characters
-    blocks = _merge.blocks(kept, config.max_chunk_gap, cap, config.overlap, passthrough, typed)
-    return budget(blocks, config, passthrough)
+        return pl.LazyFrame({"candidates": [0], "queries": [0]})
+    lf, _ = _inputs.canonical(to_lazy(candidates, "candidates"), True, False)
+    store, key, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), lf.collect_schema(), False)
+    return _missing.counts(_missing.missing(lf, store, key, names))

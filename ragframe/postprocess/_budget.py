@@ -19,18 +19,18 @@ JAVA_WHITESPACE: frozenset[str] = frozenset(
 paragraph separators except the no-break spaces U+00A0, U+2007, U+202F."""
 TRIM_CHARS = "".join(chr(code) for code in range(0x21))
 """Characters ``String.trim()`` strips: U+0000 to U+0020."""
-TRUNCATE_LOOKBACK = 79
-"""Positions before a cut searched for whitespace when a block is truncated."""
+TRUNCATE_WINDOW = 80
+"""Rule 10 looks for whitespace at positions ``r - 1`` down to, not including,
+``max(0, r - 80)``: position 0 is never looked at."""
 
 _WS_CLASS = "".join(f"\\x{{{ord(ch):04X}}}" for ch in sorted(JAVA_WHITESPACE))
 
 
 def _truncate_expr(text: pl.Expr, limit: int) -> pl.Expr:
-    """Rule 10's cut: at ``limit``, or at the last whitespace in the 79 positions
-    before it; then Java-trim."""
-    window = text.str.slice(
-        max(0, limit - TRUNCATE_LOOKBACK), limit - max(0, limit - TRUNCATE_LOOKBACK)
-    )
+    """Rule 10's cut: at ``limit``, or at the last whitespace at positions
+    ``max(0, limit - 80) + 1`` to ``limit - 1``; then Java-trim."""
+    first = max(0, limit - TRUNCATE_WINDOW) + 1  # the first position looked at
+    window = text.str.slice(first, max(0, limit - first))
     after = window.str.extract(f"[{_WS_CLASS}]([^{_WS_CLASS}]*)$", 1)
     cut = pl.when(after.is_null()).then(limit).otherwise(limit - 1 - after.str.len_chars())
     return text.str.slice(0, cut).str.strip_chars(TRIM_CHARS)

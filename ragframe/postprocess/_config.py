@@ -9,6 +9,8 @@ from ragframe._validate import set_ints, set_unit_float
 from ragframe.errors import ConfigError
 
 OverlapMode = Literal["text", "offsets"]
+MissingTextPolicy = Literal["error", "empty", "drop"]
+"""What a candidate without a row in the chunk store gets (SPEC 1, "Missing text")."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +33,11 @@ class PostprocessConfig:
         overlap: how the overlap between merged chunks is removed: ``"text"`` (the
             seed: by matching normalized text) or ``"offsets"`` (opt-in: exactly by the
             ``start_char``/``end_char`` columns).
+        missing_text: what happens to a candidate whose (entity_id, chunk_index) has no
+            row in the chunk store (a null entity_id has none): ``"error"`` (a
+            DataError naming how many candidates and queries miss text and the first
+            keys), ``"empty"`` (treated as empty text, like null text) or ``"drop"``
+            (dropped before ranking). Only read when a chunk store is given.
 
     Integers may be Python or numpy integers (not bools), at most ``2**62``
     (:data:`ragframe._validate.MAX_COUNT`); ``min_similarity`` any real number in [0, 1].
@@ -50,6 +57,7 @@ class PostprocessConfig:
     max_characters: int = 8000
     max_merged_block_characters: int = 2000
     overlap: OverlapMode = "text"
+    missing_text: MissingTextPolicy = "error"
 
     def __post_init__(self) -> None:
         set_ints(
@@ -65,3 +73,7 @@ class PostprocessConfig:
         set_unit_float(self, "min_similarity")
         if self.overlap not in ("text", "offsets"):
             raise ConfigError(f"overlap must be 'text' or 'offsets', got {self.overlap!r}")
+        if self.missing_text not in ("error", "empty", "drop"):
+            raise ConfigError(
+                f"missing_text must be 'error', 'empty' or 'drop', got {self.missing_text!r}"
+            )

@@ -159,8 +159,9 @@ def _merge_kernel(
     rows in any order (:func:`merge_order`). Numbers are gathered into merge order here;
     the kernel reads each chunk's text in place through the order. Returns one row per
     block, in rule 9's order (:func:`_rule9_order`): the block statistics, its
-    ``block_rank`` and running length and, renamed by ``first``, its first row's
-    columns."""
+    ``block_rank`` and running length, its group's first row's ``entity_type`` and
+    ``entity_id`` as they were in the input (rule 8: a null stays null) and, renamed by
+    ``first``, its first row's columns."""
 
     def kernel(batch: pl.Series) -> pl.Series:
         parts = batch.struct.unnest()
@@ -185,9 +186,9 @@ def _merge_kernel(
         firsts = np.flatnonzero(m.starts)  # each block's first row, in merge order
         rerank = m.rerank[firsts]
         score = np.where(np.isnan(rerank), m.max_similarity[firsts], rerank)
+        group = _segment_starts(rows_in.group_start)[firsts]  # each block's group's first row
         ties = None
-        if typed:  # each block's group's first row
-            group = _segment_starts(rows_in.group_start)[firsts]
+        if typed:
             ties = (rows_in.rank[group], rows_in.chunk_index[group], rows_in.entity[firsts])
         ranked, block_rank, running = _rule9_order(
             rows_in.query_start[firsts], score, m.chars[firsts], ties
@@ -196,9 +197,10 @@ def _merge_kernel(
         bounds = np.append(firsts, len(m.starts))  # blocks: runs of rows
         lengths = np.diff(bounds)[ranked]
         members = _runs(bounds[:-1][ranked], lengths)
-        heads = pl.Series(order[rows])
+        heads, group_heads = pl.Series(order[rows]), pl.Series(order[group[ranked]])
         columns: dict[str, Any] = {
-            name: parts[column].gather(heads) for column, name in first.items()
+            **{name: parts[name].gather(group_heads) for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
+            **{name: parts[column].gather(heads) for column, name in first.items()},
         }
         count = m.chunk_count[rows]
         blocks = pl.DataFrame(
@@ -239,27 +241,28 @@ def blocks(
     order (ranking score, descending; ties by group, then block: :func:`_rule9_order`).
     ``kept`` rows in any order; their ``c.T_RANK`` (a place in the whole ranking) orders them.
 
-    The ``passthrough`` columns come from each block's first chunk.
+    The ``passthrough`` columns come from each block's first chunk; ``entity_type``
+    and ``entity_id`` from its group's first chunk, as they were in the input (rule 8).
     """
     by_offsets = overlap == "offsets"
     offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
     first = {
         c.QUERY_ID: c.QUERY_ID,
-        c.T_TYPE: c.ENTITY_TYPE,
-        c.T_ENTITY: c.ENTITY_ID,
         c.CHUNK_INDEX: c.START_CHUNK_INDEX,
         **{name: name for name in passthrough},
     }
     schema = kept.collect_schema()
     dtype = pl.Struct(
         {
+            **{name: schema[name] for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
             **{name: schema[column] for column, name in first.items()},
             **_STATS,
             c.BLOCK_RANK: pl.Int64,
             c.T_TOTAL: pl.Int64,
         }
     )
-    columns = [c.TEXT, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *offsets, *first]
+    group = [c.T_TYPE, c.T_ENTITY, c.ENTITY_TYPE, c.ENTITY_ID]
+    columns = [c.TEXT, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *offsets, *group, *first]
     inputs = pl.struct(*dict.fromkeys(columns))
     kernel = inputs.map_batches(
         _merge_kernel(max_gap, cap, by_offsets, first, typed), return_dtype=dtype

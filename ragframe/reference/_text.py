@@ -40,25 +40,32 @@ def java_trim(text: str) -> str:
 
 MIN_OVERLAP = 20
 """Shortest overlap ``remove_overlap`` looks for, in normalized characters."""
-TRUNCATE_LOOKBACK = 79
-"""Positions before a cut searched for whitespace when a block is truncated."""
+TRUNCATE_WINDOW = 80
+"""Rule 10 looks for whitespace at positions ``r - 1`` down to, not including,
+``max(0, r - 80)``."""
 
 
 def skip_units(text: str, units: int) -> int:
-    """Position in ``text`` after ``units`` characters, skipping leading whitespace first;
-    a whitespace run counts as one character (Java ``Character.isWhitespace``)."""
-    pos = 0
-    while pos < len(text) and text[pos] in JAVA_WHITESPACE:
-        pos += 1
-    for _ in range(units):
-        if pos >= len(text):
-            break
-        if text[pos] in JAVA_WHITESPACE:
-            while pos < len(text) and text[pos] in JAVA_WHITESPACE:
-                pos += 1
+    """Where rule 7's walk over ``text`` stops after ``units`` normalized characters:
+    the seed's loop, literally (SPEC 1, rule 7). Leading Java whitespace is skipped;
+    then a non-whitespace character counts one and a run of Java whitespace counts one
+    at its first character, so the walk can stop right after a run's first character
+    (the rest of the run is kept)."""
+    i = 0
+    n = 0
+    in_run = False
+    while i < len(text) and text[i] in JAVA_WHITESPACE:
+        i += 1
+    while i < len(text) and n < units:
+        if text[i] in JAVA_WHITESPACE:
+            if not in_run:
+                n += 1
+                in_run = True
         else:
-            pos += 1
-    return pos
+            n += 1
+            in_run = False
+        i += 1
+    return i
 
 
 def remove_overlap(existing: str, nxt: str) -> str:
@@ -78,9 +85,11 @@ def overlap_length(existing: str, following: str) -> int:
 
 
 def truncate(text: str, limit: int) -> str:
-    """Cut at ``limit``, or at the last whitespace in the 79 positions before it; trim."""
+    """Rule 10's cut, as the seed's loop: ``cut = limit``; look at positions ``limit - 1``
+    down to, but not including, ``max(0, limit - 80)`` (position 0 is never looked at),
+    and cut at the first Java whitespace found; then Java-trim ``text[:cut]``."""
     cut = limit
-    for pos in range(limit - 1, max(0, limit - TRUNCATE_LOOKBACK) - 1, -1):
+    for pos in range(limit - 1, max(0, limit - TRUNCATE_WINDOW), -1):
         if pos < len(text) and text[pos] in JAVA_WHITESPACE:
             cut = pos
             break

@@ -26,6 +26,7 @@ class PostprocessParams(Protocol):
     max_characters: int
     max_merged_block_characters: int
     overlap: str
+    missing_text: str
 
 
 def adaptive_threshold(selected: int, top_k: int, min_similarity: float) -> float:
@@ -60,6 +61,9 @@ class _Chunk:
 @dataclass
 class _Block:
     first: _Chunk
+    """The block's first chunk (passthrough columns, start index)."""
+    group_first: _Chunk
+    """The group's first chunk (``entity_id``, ``entity_type`` as they were, rule 8)."""
     text: str
     end: int
     max_sim: float
@@ -110,6 +114,7 @@ def _select(chunks: list[_Chunk], config: PostprocessParams) -> list[_Chunk]:
 
 
 def _merge(group: list[_Chunk], config: PostprocessParams) -> list[_Block]:
+    head = group[0]
     blocks: list[_Block] = []
     cur: _Block | None = None
     for ch in group:
@@ -134,7 +139,7 @@ def _merge(group: list[_Chunk], config: PostprocessParams) -> list[_Block]:
                 cur.char_end = max(cur.char_end, ch.end_char or 0)
                 continue
             blocks.append(cur)
-        cur = _Block(ch, ch.text, ch.chunk_index, ch.similarity, ch.similarity, 1, ch.rerank)
+        cur = _Block(ch, head, ch.text, ch.chunk_index, ch.similarity, ch.similarity, 1, ch.rerank)
         cur.indexes.append(ch.chunk_index)
         cur.char_end = ch.end_char or 0
     if cur is not None:
@@ -191,15 +196,14 @@ def _row(
     block: _Block,
     text: str,
     truncated: bool,
-    zero: Any,
     passthrough: list[str],
 ) -> dict[str, Any]:
     first = block.first
     out = {
         "query_id": query_id,
         "block_rank": rank,
-        "entity_type": first.entity_type or "",
-        "entity_id": zero if first.entity_id is None else first.entity_id,
+        "entity_type": block.group_first.entity_type,
+        "entity_id": block.group_first.entity_id,
         "start_chunk_index": first.chunk_index,
         "end_chunk_index": block.end,
         "text": text,
@@ -216,15 +220,75 @@ def _row(
     return out
 
 
+MISSING_SHOWN = 5
+"""Keys a missing-text error names."""
+
+
+def missing_text_message(count: int, queries: int, keys: list[tuple[Any, Any]]) -> str:
+    """The missing-text error (SPEC 1, "Missing text"): counts and the first keys."""
+    shown = ", ".join(f"({entity!r}, {index!r})" for entity, index in keys[:MISSING_SHOWN])
+    more = ", ..." if count > MISSING_SHOWN else ""
+    return (
+        f"chunks: {count} candidate(s) in {queries} query(ies) have no text in the chunk "
+        f"store; first keys (entity_id, chunk_index): [{shown}{more}]; expected a store "
+        "row for every candidate (missing_text='empty' treats them as empty text, "
+        "'drop' drops them)"
+    )
+
+
+def _store(chunks: pl.DataFrame, columns: list[str]) -> dict[tuple[Any, int], dict[str, Any]]:
+    """The chunk store by (entity, chunk index); the first row wins where a key repeats,
+    and a row with a null entity or chunk index is never found."""
+    if "entity_id" not in chunks.columns and "doc_id" in chunks.columns:
+        chunks = chunks.rename({"doc_id": "entity_id"})
+    found: dict[tuple[Any, int], dict[str, Any]] = {}
+    for row in chunks.iter_rows(named=True):
+        key = (row["entity_id"], row["chunk_index"])
+        if None not in key and key not in found:
+            found[key] = {name: row[name] for name in columns}
+    return found
+
+
+def _looked_up(
+    rows: list[dict[str, Any]], chunks: pl.DataFrame, config: PostprocessParams
+) -> list[dict[str, Any]]:
+    """Each candidate with its text (and offsets) from the chunk store. A candidate the
+    store lacks (a null entity is never found; a null chunk index reads as 0) follows
+    ``config.missing_text``: "error" raises, "empty" gives it no text (null), "drop"
+    drops it."""
+    columns = ["text", *(["start_char", "end_char"] if config.overlap == "offsets" else [])]
+    store = _store(chunks, columns)
+    out: list[dict[str, Any]] = []
+    missing: list[dict[str, Any]] = []
+    for row in rows:
+        found = store.get((row["entity_id"], row["chunk_index"] or 0))
+        if found is None:
+            missing.append(row)
+            if config.missing_text == "drop":
+                continue
+        out.append({**row, **(found or dict.fromkeys(columns))})
+    if missing and config.missing_text == "error":
+        keys = [(row["entity_id"], row["chunk_index"] or 0) for row in missing]
+        queries = len({row["query_id"] for row in missing})
+        raise ValueError(missing_text_message(len(missing), queries, keys))
+    return out
+
+
 def postprocess_reference(
-    candidates: pl.DataFrame, config: PostprocessParams
+    candidates: pl.DataFrame, config: PostprocessParams, *, chunks: pl.DataFrame | None = None
 ) -> list[dict[str, Any]]:
     """Post-process ``candidates`` one query at a time; return one dict per block.
 
     ``candidates`` has the columns of SPEC 1 (``doc_id`` is read as ``entity_id``;
-    absent optional columns read as null). Rows come out sorted by ``query_id`` then
-    ``block_rank``; any column that is not a candidate column is passed through from
-    each block's first chunk.
+    absent optional columns read as null). With ``chunks``, a chunk store
+    ``(entity_id|doc_id, chunk_index, text)`` (and the offsets for
+    ``overlap="offsets"``), each candidate's text comes from it instead, and a
+    candidate it lacks follows ``config.missing_text``. Rows come out sorted by
+    ``query_id`` then ``block_rank``; any column that is not a candidate column is
+    passed through from each block's first chunk.
+
+    Raises:
+        ValueError: ``missing_text="error"`` and a candidate is not in ``chunks``.
     """
     if "entity_id" not in candidates.columns and "doc_id" in candidates.columns:
         candidates = candidates.rename({"doc_id": "entity_id"})
@@ -241,12 +305,15 @@ def postprocess_reference(
     if config.overlap == "offsets":
         known |= {"start_char", "end_char"}
     passthrough = [name for name in candidates.columns if name not in known]
+    rows = list(candidates.iter_rows(named=True))
+    if chunks is not None:
+        rows = _looked_up(rows, chunks, config)
     by_query: dict[Any, list[_Chunk]] = {}
-    for row in candidates.iter_rows(named=True):
+    for row in rows:
         by_query.setdefault(row["query_id"], []).append(_chunk(row))
     out: list[dict[str, Any]] = []
     for query_id in sorted(by_query):
         chosen = _budget(_blocks(by_query[query_id], config, zero), config)
         for rank, (block, text, truncated) in enumerate(chosen):
-            out.append(_row(query_id, rank, block, text, truncated, zero, passthrough))
+            out.append(_row(query_id, rank, block, text, truncated, passthrough))
     return out

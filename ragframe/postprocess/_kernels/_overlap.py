@@ -46,15 +46,18 @@ def _skip_java_whitespace(data: U8, pos: int, end: int) -> tuple[int, int]:
 
 @compiled
 def _skip_units(data: U8, start: int, end: int, units: int) -> tuple[int, int]:
-    """The seed's walk: skip leading Java whitespace, then ``units`` characters, a
-    whitespace run counting as one. Returns the byte position and code points skipped."""
+    """The seed's walk (SPEC 1, rule 7): skip leading Java whitespace, then ``units``
+    characters, a whitespace run counting one at its first character. The walk stops
+    right after the character that makes ``units``: when that is a run's first
+    character, the rest of the run stays in the text. Returns the byte position and
+    the code points skipped."""
     pos, skipped = _skip_java_whitespace(data, start, end)
-    for _ in range(units):
+    for unit in range(units):
         if pos >= end:
             break
         cp, pos = decode(data, pos)
         skipped += 1
-        if java_whitespace(cp):  # the rest of the run counts with it
+        if java_whitespace(cp) and unit + 1 < units:  # the rest of the run counts with it
             pos, more = _skip_java_whitespace(data, pos, end)
             skipped += more
     return pos, skipped

@@ -1,0 +1,87 @@
+"""Missing text (SPEC 1, "Missing text"): candidates whose (entity, chunk index) has no
+row in the chunk store.
+
+A data problem, never silent. Found by one anti-join of the candidates' keys against
+the store's (a null entity matches nothing, so it has no text either); by default the
+plan raises :class:`~ragframe.errors.DataError` when collected
+(:func:`guarded`), ``missing_text="drop"`` semi-joins them away before ranking, and
+``"empty"`` leaves them to the text join, which gives them no text.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ragframe import schema as c
+from ragframe.errors import DataError
+
+SHOWN = 5
+"""Keys the error names."""
+
+_FIELDS = (c.QUERY_ID, c.ENTITY_ID, c.CHUNK_INDEX)
+_CHECK = c.TMP + "missing_text"
+
+
+def message(count: int, queries: int, keys: list[tuple[object, object]]) -> str:
+    """The error: how many candidates (and queries) miss text, and the first keys."""
+    shown = ", ".join(f"({entity!r}, {index!r})" for entity, index in keys[:SHOWN])
+    more = ", ..." if count > SHOWN else ""
+    return (
+        f"chunks: {count} candidate(s) in {queries} query(ies) have no text in the chunk "
+        f"store; first keys (entity_id, chunk_index): [{shown}{more}]; expected a store "
+        "row for every candidate (missing_text='empty' treats them as empty text, "
+        "'drop' drops them)"
+    )
+
+
+def missing(
+    candidates: pl.LazyFrame, store: pl.LazyFrame, key: list[pl.Expr], names: list[str]
+) -> pl.LazyFrame:
+    """The candidates ``store`` lacks, in input order: ``query_id``, ``entity_id`` and
+    ``chunk_index`` (``key``: the join key over the candidates, ``names``: the store's
+    key columns, as :func:`ragframe.postprocess._inputs.chunk_store` gives them)."""
+    return candidates.select(*_FIELDS).join(
+        store.select(names), left_on=key, right_on=names, how="anti", maintain_order="left"
+    )
+
+
+def present(
+    candidates: pl.LazyFrame, store: pl.LazyFrame, key: list[pl.Expr], names: list[str]
+) -> pl.LazyFrame:
+    """``missing_text="drop"``: the candidates ``store`` has, in input order."""
+    return candidates.join(
+        store.select(names), left_on=key, right_on=names, how="semi", maintain_order="left"
+    )
+
+
+def _raise_any(rows: pl.Series) -> pl.Series:
+    """Raise the error when there are rows; else all false (nothing to keep)."""
+    if len(rows):
+        parts = rows.struct.unnest()
+        entity, index = parts[c.ENTITY_ID].head(SHOWN), parts[c.CHUNK_INDEX].head(SHOWN)
+        keys = list(zip(entity, index, strict=True))
+        raise DataError(message(len(rows), parts[c.QUERY_ID].n_unique(), keys))
+    return pl.Series(rows.name, [], dtype=pl.Boolean)
+
+
+def guarded(out: pl.LazyFrame, lacking: pl.LazyFrame) -> pl.LazyFrame:
+    """``out``, raising :class:`DataError` when collected if ``lacking`` (from
+    :func:`missing`) has rows: ``out`` followed by no rows that a check over all of
+    ``lacking`` at once must pass first."""
+    check = pl.struct(*_FIELDS).map_batches(_raise_any, return_dtype=pl.Boolean)
+    schema = out.collect_schema()
+    nothing = (
+        lacking.select(check.alias(_CHECK))
+        .filter(_CHECK)  # literals alone would make one row: broadcast, then select
+        .with_columns(pl.lit(None, dtype=dtype).alias(name) for name, dtype in schema.items())
+        .select(schema.names())
+    )
+    return pl.concat([out, nothing], how="vertical")
+
+
+def counts(lacking: pl.LazyFrame) -> pl.LazyFrame:
+    """One row: ``candidates`` and ``queries`` that miss text (for summaries)."""
+    return lacking.select(
+        pl.len().cast(pl.Int64).alias("candidates"),
+        pl.col(c.QUERY_ID).n_unique().cast(pl.Int64).alias("queries"),
+    )
