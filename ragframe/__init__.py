@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
 from ragframe.evaluate import (
+    SweepResult,
     document_ranking,
     evaluate,
     read_qrels,
     read_run,
     summarize,
+    sweep,
     write_run,
 )
 from ragframe.fetch import FetchConfig, HighlightConfig, fetch, highlight, missing_documents
@@ -38,6 +40,7 @@ __all__ = [
     "PostprocessConfig",
     "RagframeError",
     "SchemaError",
+    "SweepResult",
     "WindowConfig",
     "assemble",
     "chunk",
@@ -51,6 +54,7 @@ __all__ = [
     "read_qrels",
     "read_run",
     "summarize",
+    "sweep",
     "windows",
     "write_run",
 ]

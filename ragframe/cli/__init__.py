@@ -27,6 +27,7 @@ from ragframe.cli._common import Parser
 from ragframe.cli.evaluate import add_evaluate
 from ragframe.cli.fetch import add_fetch
 from ragframe.cli.postprocess import add_postprocess
+from ragframe.cli.sweep import add_sweep
 from ragframe.cli.window import add_chunk, add_window
 from ragframe.errors import RagframeError
 
@@ -74,6 +75,7 @@ _SUBCOMMANDS: list[Callable[[Any], None]] = [
     add_postprocess,
     add_fetch,
     add_evaluate,
+    add_sweep,
     add_window,
     add_chunk,
 ]

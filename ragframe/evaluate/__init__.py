@@ -1,25 +1,46 @@
 """evaluate: measure the context that reaches the LLM against relevance judgements
-(SPEC section 4), for every query at once, as Polars plans.
+(SPEC sections 4 and 5), for every query at once, as Polars plans.
 
-Where each part of SPEC section 4 lives:
+Where each part of SPEC sections 4 and 5 lives:
 
 ===========================  ============================================================
 qrels (frames, TREC, BEIR),  :mod:`._qrels` (:func:`read_qrels`)
 grades to gains
 runs: document ranking,      :mod:`._runs` (:func:`document_ranking`, :func:`read_run`,
-TREC run files                :func:`write_run`)
+TREC run files               :func:`write_run`)
 list metrics                 :mod:`._lists` (nDCG@k, recall@k, P@k, hit@k, MAP, MRR)
 context metrics              :mod:`._context` (recall, nDCG, characters, shares,
                              duplicates, first relevant block)
 every query accounted for,   :mod:`._evaluate` (:func:`evaluate`, :func:`summarize`)
 means over judged queries
+sweep: shared steps          :mod:`._sweep` (:func:`sweep`; which step reads which
+                             parameter), :mod:`._result` (:class:`SweepResult`)
+intervals, paired tests,     :mod:`._stats` (bootstrap, randomization, t, Holm, Pareto)
+Holm, the Pareto front
+plots, the HTML report       :mod:`._plots` (the ``ragframe[plot]`` extra, matplotlib)
 ===========================  ============================================================
 """
 
 from __future__ import annotations
 
 from ragframe.evaluate._evaluate import evaluate, summarize
+from ragframe.evaluate._plots import plot_budget, plot_distribution, plot_pareto, write_report
 from ragframe.evaluate._qrels import read_qrels
+from ragframe.evaluate._result import SweepResult
 from ragframe.evaluate._runs import document_ranking, read_run, write_run
+from ragframe.evaluate._sweep import sweep
 
-__all__ = ["document_ranking", "evaluate", "read_qrels", "read_run", "summarize", "write_run"]
+__all__ = [
+    "SweepResult",
+    "document_ranking",
+    "evaluate",
+    "plot_budget",
+    "plot_distribution",
+    "plot_pareto",
+    "read_qrels",
+    "read_run",
+    "summarize",
+    "sweep",
+    "write_report",
+    "write_run",
+]

@@ -1,0 +1,105 @@
+"""What a sweep gives back (SPEC 5): per-(configuration, query) metrics, and per
+configuration the means with seeded bootstrap intervals, paired tests against the
+baseline (Holm-corrected), and the Pareto front of a metric against its cost."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from ragframe import schema as c
+from ragframe.errors import ConfigError
+from ragframe.evaluate._stats import bootstrap_ci, holm, pareto_front, randomization_p, t_test_p
+
+LOW, HIGH = "_low", "_high"
+"""Suffixes of a metric's bootstrap interval columns in the summary."""
+P_RANDOMIZATION, P_T, PARETO = "p_randomization", "p_t", "pareto"
+P_HOLM, P_RANDOMIZATION_HOLM = "p_holm", "p_randomization_holm"
+"""The paired t-test's and the randomization test's p-values, Holm-corrected across the
+configurations compared with the baseline."""
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A sweep's outcome.
+
+    Attributes:
+        per_query: one row per (configuration, query): ``config``, the parameters, then
+            :func:`ragframe.evaluate` 's columns.
+        summary: one row per configuration, best ``metric`` first: ``config``, the
+            parameters, ``judged`` queries, each metric's mean with its 95% bootstrap
+            interval (``<metric>_low``/``_high``), for ``metric`` the paired tests
+            against the baseline (``p_t`` and ``p_randomization``, and both
+            Holm-corrected across the other configurations: ``p_holm``,
+            ``p_randomization_holm``; null for the baseline itself) and whether it is on
+            the Pareto front of ``metric`` against ``cost`` (``pareto``).
+        parameters: the names of the parameters that vary.
+        metric: the metric the tests and the front are about.
+        cost: what the front weighs it against (``chars_used`` by default).
+        baseline: the baseline's ``config`` number.
+    """
+
+    per_query: pl.DataFrame
+    summary: pl.DataFrame
+    parameters: tuple[str, ...]
+    metric: str
+    cost: str
+    baseline: int
+
+    def best(self, metric: str | None = None) -> pl.DataFrame:
+        """The configuration with the highest mean ``metric`` (one row of the summary)."""
+        name = metric or self.metric
+        if name not in self.summary.columns:
+            raise ConfigError(f"no metric {name!r} in the sweep; have {self.summary.columns}")
+        return self.summary.sort([name, c.CONFIG], descending=[True, False]).head(1)
+
+    @property
+    def pareto(self) -> pl.DataFrame:
+        """The configurations on the Pareto front, cheapest first."""
+        return self.summary.filter(pl.col(PARETO)).sort(self.cost)
+
+
+def summarize_sweep(
+    per_query: pl.DataFrame,
+    parameters: Sequence[str],
+    *,
+    metric: str,
+    cost: str,
+    baseline: int,
+    metrics: Sequence[str],
+    seed: int = 0,
+) -> pl.DataFrame:
+    """The summary table of :class:`SweepResult` from its per-query rows."""
+    judged = per_query.filter(pl.col(c.JUDGED)).sort(c.CONFIG, c.QUERY_ID)
+    configs = judged[c.CONFIG].unique(maintain_order=True).to_list()
+    values = {name: judged.select(c.CONFIG, pl.col(name).cast(pl.Float64)) for name in metrics}
+    base = judged.filter(pl.col(c.CONFIG) == baseline).select(c.QUERY_ID, pl.col(metric))
+    rows = []
+    for config in configs:  # per configuration (tens), never per query
+        row: dict[str, object] = {c.CONFIG: config}
+        mine = judged.filter(pl.col(c.CONFIG) == config)
+        row["judged"] = mine.height
+        for name in metrics:
+            array = values[name].filter(pl.col(c.CONFIG) == config)[name].drop_nulls().to_numpy()
+            row[name] = float(array.mean()) if len(array) else None
+            row[name + LOW], row[name + HIGH] = bootstrap_ci(array, seed=seed)
+        paired = mine.select(c.QUERY_ID, metric).join(base, on=c.QUERY_ID, suffix="_base")
+        diff = (paired[metric] - paired[metric + "_base"]).drop_nulls().to_numpy()
+        compared = config != baseline
+        row[P_T] = t_test_p(diff) if compared else None
+        row[P_RANDOMIZATION] = randomization_p(diff, seed=seed) if compared else None
+        rows.append(row)
+    table = pl.DataFrame(rows, infer_schema_length=None)
+    for raw, corrected in ((P_T, P_HOLM), (P_RANDOMIZATION, P_RANDOMIZATION_HOLM)):
+        tested = table[raw].is_not_null().to_numpy()
+        adjusted = np.full(table.height, np.nan)
+        adjusted[tested] = holm(table[raw].to_numpy()[tested].astype(np.float64))
+        table = table.with_columns(pl.Series(corrected, adjusted).fill_nan(None))
+    front = pareto_front(table[metric].fill_null(np.nan).to_numpy(), table[cost].to_numpy())
+    table = table.with_columns(pl.Series(PARETO, front))
+    params = per_query.select(c.CONFIG, *parameters).unique(c.CONFIG, maintain_order=True)
+    ordered = params.join(table, on=c.CONFIG, how="inner")
+    return ordered.sort([metric, c.CONFIG], descending=[True, False], nulls_last=True)
