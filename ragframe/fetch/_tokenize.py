@@ -1,20 +1,38 @@
-"""Tokenize every document at once: a numpy kernel over the content column's UTF-8 buffer.
+"""Tokenize every document at once, as Lucene's ``StandardTokenizer`` does: a numpy
+kernel over the content column's UTF-8 buffer.
 
-Why a kernel: the expression route (``str.extract_all`` of runs, explode, running sums
-of ``len_chars``) builds every run as a separate string before knowing whether it is a
-token, and was the dominant cost of highlighting. Here the content column's Arrow
-buffer is decoded to code points with a few whole-array numpy operations, each code
-point is classified through a table, and token edges come from comparing neighbours:
-no Python runs per row, document or token. Offsets are characters (code points).
+Why a kernel: building every run as a separate string before knowing whether it is a
+token was the dominant cost of highlighting. Here each byte gets the token class of its
+character (a 256-entry table for ASCII bytes, the code point table of
+:mod:`ragframe.fetch._wordbreak` for the lead byte of a multi-byte character; a
+continuation byte is ``CONTINUATION``) and the UAX #29 word-boundary rules Lucene's
+grammar implements are applied to neighbours with whole-array operations: no Python
+runs per row, document or token. Offsets are characters (code points).
 
-The classification table is built once from Python's own ``re`` (``\\w``, plus the
-ideograph ranges of :mod:`ragframe.fetch._analysis`), so the engine and the reference
-implementation tokenize alike by construction.
+The rules, over the *bases* (the characters that are not Extend/Format/ZWJ: those join
+the character before them, WB4), a boundary between bases ``x`` and ``y`` unless:
+
+* both are letters or digits (WB5, 8, 9, 10: ``x2y``, ``h2o``), both Katakana (WB13),
+  both South-East Asian (Lucene: one token per Thai run);
+* an ``ExtendNumLet`` (``_``) follows a letter, digit, Katakana or another one, or is
+  followed by a letter, digit or Katakana (WB13a, 13b);
+* a Hebrew letter is followed by a single quote (WB7a);
+* ``x y z`` or ``w x y`` is letter, (MidLetter | MidNumLet | Single_Quote), letter
+  (WB6, 7: ``prandtl's``, ``e.g``), digit, (MidNum | MidNumLet | Single_Quote), digit
+  (WB11, 12: ``2.71``, ``1,000``), or Hebrew letter, double quote, Hebrew letter
+  (WB7b, 7c): the rules that look two characters ahead or behind, evaluated only at
+  the (few) middle characters;
+* two Regional Indicators pair up (WB15, 16).
+
+A segment between boundaries is a token when it holds a letter, digit, Katakana, Han,
+Hiragana, South-East Asian or emoji character (Han, Hiragana and emoji: one per
+character); others (punctuation, spaces, ``__``, ``½``) are dropped. A token longer
+than 255 characters is split every 255 (Lucene's ``maxTokenLength``; Lucene counts
+UTF-16 units). Not reproduced: emoji ZWJ sequences (each emoji is its own token).
 """
 
 from __future__ import annotations
 
-import re
 from functools import cache
 
 import numpy as np
@@ -22,36 +40,65 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._arrow import content_buffer, strings
-from ragframe.fetch._analysis import IDEOGRAPHS_PY
+from ragframe._arrow import Buffer, content_buffer, strings
+from ragframe.fetch import _wordbreak as wb
 
-NON_WORD, WORD, IDEOGRAPH = 0, 1, 2
+MAX_TOKEN = 255
+"""Lucene's ``StandardAnalyzer`` ``maxTokenLength``."""
 
 Ints = npt.NDArray[np.int64]
+Flags = npt.NDArray[np.bool_]
+
+_AN = (wb.ALETTER, wb.HEBREW, wb.NUMERIC)
+_LETTERS = (wb.ALETTER, wb.HEBREW)
+
+
+def _flags(classes: tuple[int, ...]) -> Flags:
+    out = np.zeros(wb.COUNT, dtype=bool)
+    out[list(classes)] = True
+    return out
 
 
 @cache
-def classes() -> npt.NDArray[np.uint8]:
-    """Class of every code point: 0 non-word, 1 word (``\\w``), 2 ideograph."""
-    points = np.arange(0x110000, dtype=np.uint32)
-    points[0xD800:0xE000] = 0x20  # surrogates cannot be encoded; they are not words
-    text = points.astype("<u4").tobytes().decode("utf-32-le")
-
-    def marked(pattern: str) -> npt.NDArray[np.bool_]:
-        subbed = re.sub(pattern, "\x01", text).encode("utf-32-le")
-        flags: npt.NDArray[np.bool_] = np.equal(np.frombuffer(subbed, dtype="<u4"), 1)
-        flags[1] = False  # U+0001 itself is neither
-        return flags
-
-    table = np.zeros(0x110000, dtype=np.uint8)
-    table[marked(r"\w")] = WORD
-    table[marked(f"[{IDEOGRAPHS_PY}]")] = IDEOGRAPH
-    return table
+def pair_table() -> Flags:
+    """``pair_table()[x * COUNT + y]``: no boundary between bases of classes x, y."""
+    join = np.zeros((wb.COUNT, wb.COUNT), dtype=bool)
+    an, kata, enl = list(_AN), wb.KATAKANA, wb.EXTENDNUMLET
+    join[np.ix_(an, an)] = True
+    join[kata, kata] = True
+    join[wb.SOUTHEAST_ASIAN, wb.SOUTHEAST_ASIAN] = True
+    join[[*an, kata, enl], enl] = True
+    join[enl, [*an, kata]] = True
+    join[wb.HEBREW, wb.SINGLE_QUOTE] = True
+    return join.ravel()
 
 
-def char_width(lead: npt.NDArray[np.uint8]) -> Ints:
-    """UTF-8 length of the characters whose lead bytes are ``lead``."""
-    return np.where(lead >= 0xF0, 4, np.where(lead >= 0xE0, 3, 2)).astype(np.int64)
+@cache
+def triple_table() -> npt.NDArray[np.bool_]:
+    """``triple_table()[x, m, y]``: the middle base ``m`` joins both neighbours."""
+    join = np.zeros((wb.COUNT, wb.COUNT, wb.COUNT), dtype=bool)
+    letters, digit = list(_LETTERS), wb.NUMERIC
+    for mid in (wb.MIDLETTER, wb.MIDNUMLET, wb.SINGLE_QUOTE):
+        join[np.ix_(letters, [mid], letters)] = True
+    for mid in (wb.MIDNUM, wb.MIDNUMLET, wb.SINGLE_QUOTE):
+        join[digit, mid, digit] = True
+    join[wb.HEBREW, wb.DOUBLE_QUOTE, wb.HEBREW] = True
+    return join
+
+
+MIDDLE = _flags((wb.MIDLETTER, wb.MIDNUM, wb.MIDNUMLET, wb.SINGLE_QUOTE, wb.DOUBLE_QUOTE))
+WORD = _flags(wb.WORD)
+BASE = ~_flags((wb.EXTEND, wb.CONTINUATION))
+
+
+@cache
+def _byte_table() -> npt.NDArray[np.uint8]:
+    """Class of each byte value: ASCII characters, continuation bytes; lead bytes are
+    looked up by code point."""
+    out = np.full(256, wb.OTHER, dtype=np.uint8)
+    out[:0x80] = wb.table()[:0x80]
+    out[0x80:0xC0] = wb.CONTINUATION
+    return out
 
 
 def code_points(data: npt.NDArray[np.uint8], lead: Ints) -> Ints:
@@ -65,37 +112,57 @@ def code_points(data: npt.NDArray[np.uint8], lead: Ints) -> Ints:
     return np.minimum(points, 0x10FFFF)
 
 
-def _byte_classes(
-    data: npt.NDArray[np.uint8], cont: npt.NDArray[np.bool_], lead: Ints
-) -> npt.NDArray[np.uint8]:
-    """The class of the character each byte belongs to."""
-    table = classes()
-    kind = table[data]  # right for ASCII bytes; fixed below for multi-byte characters
-    if lead.size:
-        kind[lead] = table[code_points(data, lead)]
-        for _ in range(3):  # continuation bytes take their lead's class (<= 3 per char)
-            follow = np.flatnonzero(cont[1:]) + 1
-            kind[follow] = kind[follow - 1]
+def byte_classes(buf: Buffer) -> npt.NDArray[np.uint8]:
+    """The token class of every byte (``CONTINUATION`` for continuation bytes)."""
+    kind = _byte_table()[buf.data]
+    if buf.lead.size:
+        kind[buf.lead] = wb.table()[code_points(buf.data, buf.lead)]
     return kind
 
 
-def _edges(
-    kind: npt.NDArray[np.uint8], cont: npt.NDArray[np.bool_], doc_bytes: Ints, words_only: bool
-) -> tuple[Ints, Ints]:
-    """Byte start and end (exclusive) of every run, or of every token if ``words_only``."""
-    cut = np.ones(kind.size + 1, dtype=bool)  # cut[i]: a run starts or ends before byte i
-    np.not_equal(kind[1:], kind[:-1], out=cut[1:-1])
-    ideo = kind == IDEOGRAPH
-    cut[1:-1] |= ideo[1:]
-    cut[1:-1] &= ~cont[1:]  # never inside a character (its bytes share one class)
-    cut[doc_bytes] = True
-    if not words_only:
-        bounds = np.flatnonzero(cut)
-        return bounds[:-1], bounds[1:]
-    word = kind != NON_WORD
-    starts = np.flatnonzero(cut[:-1] & word)
-    ends = np.flatnonzero(cut[1:] & word) + 1
-    return starts, ends
+def _joins(k: npt.NDArray[np.uint8], doc_break: Flags) -> Flags:
+    """``join[j]``: no boundary between bases ``j`` and ``j + 1``."""
+    join: Flags = pair_table()[k[:-1].astype(np.intp) * wb.COUNT + k[1:]]
+    mid = np.flatnonzero(MIDDLE[k[1:-1]]) + 1
+    if mid.size:
+        ok = triple_table()[k[mid - 1], k[mid], k[mid + 1]]
+        ok &= ~doc_break[mid] & ~doc_break[mid + 1]
+        mid = mid[ok]
+        join[mid - 1] = True
+        join[mid] = True
+    regional = np.flatnonzero(k == wb.REGIONAL)
+    if regional.size:  # pairs within each run of Regional Indicators
+        new = np.ones(regional.size, dtype=bool)
+        new[1:] = (regional[1:] != regional[:-1] + 1) | doc_break[regional[1:]]
+        head = np.maximum.accumulate(np.where(new, np.arange(regional.size), 0))
+        second = regional[(np.arange(regional.size) - head) % 2 == 1]
+        join[second - 1] = True
+    join &= ~doc_break[1:]
+    return join
+
+
+def _segments(kind: npt.NDArray[np.uint8], doc_bytes: Ints) -> tuple[Ints, Ints]:
+    """Byte start and end of every token (before the 255-character split)."""
+    base = np.flatnonzero(BASE[kind])
+    if not base.size:
+        return base, base
+    k = kind[base]
+    doc_break = np.zeros(base.size, dtype=bool)  # a document starts before this base
+    at = np.searchsorted(base, doc_bytes[1:-1])
+    doc_break[at[at < base.size]] = True
+    join = _joins(k, doc_break)
+    first = np.flatnonzero(np.concatenate([[True], ~join]))
+    bounds = np.union1d(base[first], doc_bytes)
+    head = kind[bounds[:-1]]
+    token = WORD[head]
+    led = np.flatnonzero(head == wb.EXTENDNUMLET)
+    if led.size:  # "_a" is a token, "__" is not
+        words = base[WORD[k]]
+        after = np.searchsorted(words, bounds[led])
+        inside = words[np.minimum(after, words.size - 1)] < bounds[led + 1]
+        token[led] = (after < words.size) & inside
+    kept = np.flatnonzero(token)
+    return bounds[kept], bounds[kept + 1]
 
 
 def chars(positions: Ints, cont_at: Ints) -> Ints:
@@ -103,6 +170,51 @@ def chars(positions: Ints, cont_at: Ints) -> Ints:
     if not cont_at.size:
         return positions
     return positions - np.searchsorted(cont_at, positions)
+
+
+def char_bytes(char: Ints, cont_at: Ints) -> Ints:
+    """Byte position of global character index ``char`` (inverse of :func:`chars`)."""
+    if not cont_at.size:
+        return char
+    before = cont_at - np.arange(cont_at.size)  # characters before each continuation byte
+    return char + np.searchsorted(before, char, side="right")
+
+
+def _split_long(starts: Ints, ends: Ints, cont_at: Ints) -> tuple[Ints, Ints]:
+    """Tokens longer than :data:`MAX_TOKEN` characters cut every :data:`MAX_TOKEN`."""
+    maybe = np.flatnonzero(ends - starts > MAX_TOKEN)
+    if not maybe.size:
+        return starts, ends
+    first, last = chars(starts[maybe], cont_at), chars(ends[maybe], cont_at)
+    long = last - first > MAX_TOKEN
+    maybe, first, last = maybe[long], first[long], last[long]
+    if not maybe.size:
+        return starts, ends
+    pieces = (last - first + MAX_TOKEN - 1) // MAX_TOKEN
+    owner = np.repeat(np.arange(maybe.size), pieces)
+    rank = np.arange(owner.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    piece_start = first[owner] + rank * MAX_TOKEN
+    piece_end = np.minimum(piece_start + MAX_TOKEN, last[owner])
+    keep = np.ones(starts.size, dtype=bool)
+    keep[maybe] = False
+    new_starts = np.concatenate([starts[keep], char_bytes(piece_start, cont_at)])
+    new_ends = np.concatenate([ends[keep], char_bytes(piece_end, cont_at)])
+    order = np.argsort(new_starts, kind="stable")
+    return new_starts[order], new_ends[order]
+
+
+def token_bytes(buf: Buffer) -> tuple[Ints, Ints]:
+    """Byte start and end (exclusive) of every token of every row of ``buf``, in order."""
+    starts, ends = _segments(byte_classes(buf), buf.doc_bytes)
+    return _split_long(starts, ends, buf.cont_at)
+
+
+def _runs(starts: Ints, ends: Ints, doc_bytes: Ints) -> tuple[Ints, Ints, Flags]:
+    """Tokens and the gaps between them: byte start, end and whether a token."""
+    bounds = np.union1d(np.union1d(starts, ends), doc_bytes)
+    is_token = np.zeros(bounds.size - 1, dtype=bool)
+    is_token[np.searchsorted(bounds, starts)] = True
+    return bounds[:-1], bounds[1:], is_token
 
 
 def run_schema(id_type: pl.DataType) -> dict[str, pl.DataType]:
@@ -119,26 +231,38 @@ def run_schema(id_type: pl.DataType) -> dict[str, pl.DataType]:
 def tokenize(docs: pl.DataFrame, words_only: bool) -> pl.DataFrame:
     """``doc_id, __rf_run, start, end, __rf_is_word``: the runs of every document.
 
-    ``docs`` holds ``doc_id`` and ``content`` (no nulls). Runs are tokens (a
-    word-character run, or one ideograph) and, unless ``words_only``, the non-word runs
-    between them; their text is as in the document (not lower-cased).
+    ``docs`` holds ``doc_id`` and ``content`` (no nulls). Runs are tokens and, unless
+    ``words_only``, the maximal gaps between them; their text is as in the document
+    (not lower-cased).
     """
     buf = content_buffer(docs[c.CONTENT])
-    data, doc_bytes, cont_at = buf.data, buf.doc_bytes, buf.cont_at
-    cont = np.zeros(data.size, dtype=bool)
-    cont[cont_at] = True
-    kind = _byte_classes(data, cont, buf.lead)
-    starts, ends = _edges(kind, cont, doc_bytes, words_only)
-    doc = np.searchsorted(doc_bytes, starts, side="right") - 1
-    first_char = chars(doc_bytes, cont_at)[doc]
-    text = strings(data, starts, ends - starts, c.T_RUN)
+    starts, ends = token_bytes(buf)
+    is_word = np.ones(starts.size, dtype=bool)
+    if not words_only:
+        starts, ends, is_word = _runs(starts, ends, buf.doc_bytes)
+    return _frame(docs, c.DOC_ID, buf, starts, ends, is_word)
+
+
+def _frame(
+    docs: pl.DataFrame, key: str, buf: Buffer, starts: Ints, ends: Ints, is_word: Flags
+) -> pl.DataFrame:
+    doc = np.searchsorted(buf.doc_bytes, starts, side="right") - 1
+    first_char = chars(buf.doc_bytes, buf.cont_at)[doc]
     return pl.DataFrame(
         {
-            c.DOC_ID: docs[c.DOC_ID].gather(doc),
-            c.T_RUN: text,
-            c.START: chars(starts, cont_at) - first_char,
-            c.END: chars(ends, cont_at) - first_char,
-            c.T_IS_WORD: kind[starts] != NON_WORD,
+            c.DOC_ID: docs[key].gather(doc),
+            c.T_RUN: strings(buf.data, starts, ends - starts, c.T_RUN),
+            c.START: chars(starts, buf.cont_at) - first_char,
+            c.END: chars(ends, buf.cont_at) - first_char,
+            c.T_IS_WORD: is_word,
         },
-        schema=run_schema(docs.schema[c.DOC_ID]),
+        schema=run_schema(docs.schema[key]),
     )
+
+
+def text_tokens(texts: pl.Series) -> tuple[Ints, pl.Series]:
+    """Row index and text (as written) of every token of a string column (nulls: none)."""
+    buf = content_buffer(texts)
+    starts, ends = token_bytes(buf)
+    row = np.searchsorted(buf.doc_bytes, starts, side="right") - 1
+    return row, strings(buf.data, starts, ends - starts)
