@@ -9,8 +9,10 @@ continuation byte is ``CONTINUATION``) and the UAX #29 word-boundary rules Lucen
 grammar implements are applied to neighbours with whole-array operations: no Python
 runs per row, document or token. Offsets are characters (code points).
 
-The rules, over the *bases* (the characters that are not Extend/Format/ZWJ: those join
-the character before them, WB4), a boundary between bases ``x`` and ``y`` unless:
+The rules work on bytes: continuation bytes and Extend/Format/ZWJ characters (WB4) are
+*see-through* (never a boundary before them) and carry the class of the character
+before them, so each other byte sees the previous *base* character's class in the
+byte before it. A boundary between bases ``x`` and ``y`` unless:
 
 * both are letters or digits (WB5, 8, 9, 10: ``x2y``, ``h2o``), both Katakana (WB13),
   both South-East Asian (Lucene: one token per Thai run);
@@ -88,7 +90,6 @@ def triple_table() -> npt.NDArray[np.bool_]:
 
 MIDDLE = _flags((wb.MIDLETTER, wb.MIDNUM, wb.MIDNUMLET, wb.SINGLE_QUOTE, wb.DOUBLE_QUOTE))
 WORD = _flags(wb.WORD)
-BASE = ~_flags((wb.EXTEND, wb.CONTINUATION))
 
 
 @cache
@@ -120,49 +121,135 @@ def byte_classes(buf: Buffer) -> npt.NDArray[np.uint8]:
     return kind
 
 
-def _joins(k: npt.NDArray[np.uint8], doc_break: Flags) -> Flags:
-    """``join[j]``: no boundary between bases ``j`` and ``j + 1``."""
-    join: Flags = pair_table()[k[:-1].astype(np.intp) * wb.COUNT + k[1:]]
-    mid = np.flatnonzero(MIDDLE[k[1:-1]]) + 1
-    if mid.size:
-        ok = triple_table()[k[mid - 1], k[mid], k[mid + 1]]
-        ok &= ~doc_break[mid] & ~doc_break[mid + 1]
-        mid = mid[ok]
-        join[mid - 1] = True
-        join[mid] = True
-    regional = np.flatnonzero(k == wb.REGIONAL)
+def _transparent(buf: Buffer, kind: npt.NDArray[np.uint8]) -> Flags:
+    """Bytes that never start a segment (continuation bytes, Extend/Format/ZWJ
+    characters: WB4), their class set to that of the character before them."""
+    see_through = np.zeros(kind.size + 1, dtype=bool)
+    see_through[buf.cont_at] = True
+    if not buf.lead.size:
+        return see_through
+    extend = buf.lead[kind[buf.lead] == wb.EXTEND]
+    see_through[extend] = True
+    fill = np.sort(np.concatenate([buf.cont_at, extend]))
+    fill = fill[fill > 0]
+    for _ in range(fill.size):  # chains (a mark after a mark) take a few rounds
+        before = kind[fill - 1]
+        changed = np.flatnonzero(kind[fill] != before)
+        if not changed.size:
+            break
+        kind[fill[changed]] = before[changed]
+    return see_through
+
+
+def _next_base(at: Ints, see_through: Flags) -> Ints:
+    """The first byte after ``at`` that starts a base character (or the end)."""
+    nxt = at + 1
+    pending = np.flatnonzero(see_through[np.minimum(nxt, see_through.size - 1)])
+    while pending.size:
+        nxt[pending] += 1
+        pending = pending[see_through[np.minimum(nxt[pending], see_through.size - 1)]]
+    return nxt
+
+
+ALONE = _flags((wb.HAN, wb.HIRAGANA, wb.EMOJI, wb.REGIONAL))
+"""Classes whose characters are tokens one by one (Regional Indicators: two by two)."""
+WORDISH = _flags((*_AN, wb.KATAKANA, wb.SOUTHEAST_ASIAN, wb.EXTENDNUMLET)) | ALONE
+"""Classes that can be inside a token without a rule looking around them."""
+
+
+def with_points(bounds: Ints, points: Ints) -> Ints:
+    """The sorted, distinct ``bounds`` with the (few) ``points`` added, still distinct.
+    (``np.union1d`` sorts everything again: slow on a whole buffer.)"""
+    points = np.unique(points)
+    if not bounds.size:
+        return points
+    at = np.searchsorted(bounds, points)
+    new = (at >= bounds.size) | (bounds[np.minimum(at, bounds.size - 1)] != points)
+    return np.insert(bounds, at[new], points[new])
+
+
+def _word_runs(kind: npt.NDArray[np.uint8]) -> tuple[Ints, Ints]:
+    """Start and end of every maximal run of :data:`WORDISH` bytes."""
+    flags = np.zeros(kind.size + 2, dtype=bool)
+    np.take(WORDISH, kind, out=flags[1:-1])
+    edges = np.flatnonzero(flags[1:] != flags[:-1])  # alternate start, end
+    return edges[0::2], edges[1::2]
+
+
+def _bridged(
+    kind: npt.NDArray[np.uint8], see: Flags, starts: Ints, ends: Ints, doc: Ints
+) -> tuple[Ints, Ints]:
+    """Join runs across one middle character (WB6/7, 11/12, 7b/7c: ``e.g``, ``2.71``);
+    a Hebrew letter keeps a following single quote (WB7a)."""
+    if starts.size < 2:
+        return starts, ends
+    gap, nxt = ends[:-1], starts[1:]
+    maybe = np.flatnonzero(MIDDLE[kind[gap]])
+    g, n = gap[maybe], nxt[maybe]
+    ok = triple_table()[kind[g - 1], kind[g], kind[n]]
+    ok &= np.searchsorted(doc, g - 1, "right") == np.searchsorted(doc, n, "right")
+    ok &= _next_base(g, see) == n
+    joined = maybe[ok]
+    keep_end = np.ones(ends.size, dtype=bool)
+    keep_end[joined] = False
+    keep_start = np.ones(starts.size, dtype=bool)
+    keep_start[joined + 1] = False
+    starts, ends = starts[keep_start], ends[keep_end]
+    hebrew = np.flatnonzero(kind[ends - 1] == wb.HEBREW)
+    end = ends[hebrew]
+    quote = hebrew[(end < kind.size) & (kind[np.minimum(end, kind.size - 1)] == wb.SINGLE_QUOTE)]
+    end = ends[quote]
+    quote = quote[np.searchsorted(doc, end - 1, "right") == np.searchsorted(doc, end, "right")]
+    ends[quote] = _next_base(ends[quote], see)
+    return starts, ends
+
+
+def _inner_breaks(
+    buf: Buffer, kind: npt.NDArray[np.uint8], see: Flags, starts: Ints, ends: Ints
+) -> Ints:
+    """Boundaries inside runs: only next to a non-ASCII character (ASCII letters, digits
+    and ``_`` always join), and at document starts."""
+    lead = buf.lead[~see[buf.lead]] if buf.lead.size else buf.lead
+    at = np.union1d(lead, _next_base(lead, see))
+    at = at[at < kind.size]
+    before = kind[np.maximum(at - 1, 0)]
+    join = pair_table()[before.astype(np.intp) * wb.COUNT + kind[at]]
+    join |= MIDDLE[kind[at]] | MIDDLE[before]  # inside a run: bridged by _bridged
+    regional = np.flatnonzero(kind[at] == wb.REGIONAL)
     if regional.size:  # pairs within each run of Regional Indicators
-        new = np.ones(regional.size, dtype=bool)
-        new[1:] = (regional[1:] != regional[:-1] + 1) | doc_break[regional[1:]]
-        head = np.maximum.accumulate(np.where(new, np.arange(regional.size), 0))
-        second = regional[(np.arange(regional.size) - head) % 2 == 1]
-        join[second - 1] = True
-    join &= ~doc_break[1:]
-    return join
+        r = at[regional]
+        new = np.ones(r.size, dtype=bool)
+        new[1:] = r[1:] != r[:-1] + 4
+        head = np.maximum.accumulate(np.where(new, np.arange(r.size), 0))
+        join[regional[(np.arange(r.size) - head) % 2 == 1]] = True
+    points = np.concatenate([at[~join], buf.doc_bytes[1:-1]])
+    run = np.searchsorted(starts, points, "right") - 1
+    inside = (
+        (run >= 0) & (points > starts[np.maximum(run, 0)]) & (points < ends[np.maximum(run, 0)])
+    )
+    return np.unique(points[inside])
 
 
-def _segments(kind: npt.NDArray[np.uint8], doc_bytes: Ints) -> tuple[Ints, Ints]:
+def _segments(buf: Buffer) -> tuple[Ints, Ints]:
     """Byte start and end of every token (before the 255-character split)."""
-    base = np.flatnonzero(BASE[kind])
-    if not base.size:
-        return base, base
-    k = kind[base]
-    doc_break = np.zeros(base.size, dtype=bool)  # a document starts before this base
-    at = np.searchsorted(base, doc_bytes[1:-1])
-    doc_break[at[at < base.size]] = True
-    join = _joins(k, doc_break)
-    first = np.flatnonzero(np.concatenate([[True], ~join]))
-    bounds = np.union1d(base[first], doc_bytes)
-    head = kind[bounds[:-1]]
-    token = WORD[head]
-    led = np.flatnonzero(head == wb.EXTENDNUMLET)
-    if led.size:  # "_a" is a token, "__" is not
-        words = base[WORD[k]]
-        after = np.searchsorted(words, bounds[led])
-        inside = words[np.minimum(after, words.size - 1)] < bounds[led + 1]
-        token[led] = (after < words.size) & inside
-    kept = np.flatnonzero(token)
-    return bounds[kept], bounds[kept + 1]
+    kind = byte_classes(buf)
+    see = _transparent(buf, kind)
+    starts, ends = _word_runs(kind)
+    if not starts.size:
+        return starts, ends
+    starts, ends = _bridged(kind, see, starts, ends, buf.doc_bytes)
+    cuts = _inner_breaks(buf, kind, see, starts, ends)
+    if cuts.size:
+        starts, ends = with_points(starts, cuts), with_points(ends, cuts)
+    lead_enl = np.flatnonzero(kind[starts] == wb.EXTENDNUMLET) if starts.size else starts
+    if lead_enl.size:  # "_a" is a token, "__" is not
+        enl = np.flatnonzero(kind == wb.EXTENDNUMLET)
+        s, e = starts[lead_enl], ends[lead_enl]
+        only = np.searchsorted(enl, e) - np.searchsorted(enl, s) == e - s
+        keep = np.ones(starts.size, dtype=bool)
+        keep[lead_enl[only]] = False
+        starts, ends = starts[keep], ends[keep]
+    return starts, ends
 
 
 def chars(positions: Ints, cont_at: Ints) -> Ints:
@@ -205,13 +292,17 @@ def _split_long(starts: Ints, ends: Ints, cont_at: Ints) -> tuple[Ints, Ints]:
 
 def token_bytes(buf: Buffer) -> tuple[Ints, Ints]:
     """Byte start and end (exclusive) of every token of every row of ``buf``, in order."""
-    starts, ends = _segments(byte_classes(buf), buf.doc_bytes)
+    starts, ends = _segments(buf)
     return _split_long(starts, ends, buf.cont_at)
 
 
 def _runs(starts: Ints, ends: Ints, doc_bytes: Ints) -> tuple[Ints, Ints, Flags]:
     """Tokens and the gaps between them: byte start, end and whether a token."""
-    bounds = np.union1d(np.union1d(starts, ends), doc_bytes)
+    edges = np.empty(2 * starts.size, dtype=np.int64)  # tokens are sorted and disjoint
+    edges[0::2], edges[1::2] = starts, ends
+    distinct = np.ones(edges.size, dtype=bool)
+    distinct[1:] = edges[1:] != edges[:-1]
+    bounds = with_points(edges[distinct], doc_bytes)
     is_token = np.zeros(bounds.size - 1, dtype=bool)
     is_token[np.searchsorted(bounds, starts)] = True
     return bounds[:-1], bounds[1:], is_token
