@@ -77,7 +77,9 @@ SCORE = "score"
 FULL = "full"
 HIGHLIGHTED = "highlight"
 TRUNCATED_FALLBACK = "truncated_fallback"
-STRATEGIES: tuple[str, ...] = (FULL, HIGHLIGHTED, TRUNCATED_FALLBACK)
+MISSING = "missing"
+"""The requested document is not in the documents table: null content."""
+STRATEGIES: tuple[str, ...] = (FULL, HIGHLIGHTED, TRUNCATED_FALLBACK, MISSING)
 
 # window / chunk
 SECTION_INDEX = "section_index"
@@ -159,6 +161,8 @@ T_FIRST_ROW = TMP + "first_row"
 T_CONTENT_LENGTH = TMP + "content_length"
 T_PLANNED = TMP + "planned"
 """Whether a request is planned for highlighting."""
+T_FOUND = TMP + "found"
+"""Whether a request's document is in the documents table."""
 T_PAIR = TMP + "pair"
 T_TOKEN = TMP + "token"
 T_TERM = TMP + "term"

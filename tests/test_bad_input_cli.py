@@ -766,9 +766,13 @@ def _accounted(case: Case, args: list[str], target: Path, err: str) -> None:
         assert set(out["query_id"].to_list()) == _ids(args[:1], "query_id")
     elif case.command == "fetch":
         requests, documents = read_table(args[0]), read_table(args[1])
-        found = requests.filter(pl.col("doc_id").is_in(documents["doc_id"].implode()))
-        assert out.select("query_id", "doc_id").equals(found.select("query_id", "doc_id"))
-        missing = requests.join(found, on=["query_id", "doc_id"], how="anti")
+        # every request has a row, in request order; a missing document's says so
+        assert out.select("query_id", "doc_id").equals(requests.select("query_id", "doc_id"))
+        known = pl.col("doc_id").is_in(documents["doc_id"].implode())
+        missing = requests.filter(~known)
+        flagged = out.filter(pl.col("strategy") == "missing")
+        assert flagged.select("query_id", "doc_id").equals(missing.select("query_id", "doc_id"))
+        assert flagged["content"].is_null().all()
         for doc_id in missing["doc_id"].to_list():  # the warning names each missing one
             assert re.search(rf"warning: .*requested documents not in .*\b{doc_id}\b", err)
     elif case.command == "window":

@@ -13,14 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import ragframe
 from ragframe import (
     ConfigError,
     FetchConfig,
     HighlightConfig,
+    PostprocessConfig,
     SchemaError,
     fetch,
     missing_documents,
 )
+from ragframe import schema as c
 from ragframe.cli import main
 from ragframe.reference.fetch import parse_length, reference_fetch
 from tests.conftest import CRANFIELD
@@ -88,7 +91,9 @@ def test_config_carries_the_highlighter_settings() -> None:
     cfg = FetchConfig(fragment_size=200, highlighter="unified", order="offset", scoring="terms")
     hc = cfg.highlight_config
     assert type(hc) is HighlightConfig
-    assert hc == HighlightConfig(fragment_size=200, highlighter="unified", order="offset")
+    assert hc == HighlightConfig(
+        fragment_size=200, highlighter="unified", order="offset", scoring="terms"
+    )
     assert FetchConfig().fulltext_threshold == 3000
 
 
@@ -222,12 +227,48 @@ def test_rank_column_orders_each_query() -> None:
     ]
 
 
-def test_missing_documents_are_reported_not_returned() -> None:
+def test_every_request_has_a_row_missing_documents_too() -> None:
     reqs = _requests([(1, "a", 1), (1, "a", 7), (2, "a", None), (2, "a", 1)])
-    out = fetch(reqs, _docs({1: "a"})).collect()
-    assert out.select("query_id", "doc_id").rows() == [(1, 1), (2, 1)]
+    out = fetch(reqs, _docs({1: "a"}, title=["t"])).collect()
+    assert out.select("query_id", "doc_id", "rank", "content", "strategy", "title").rows() == [
+        (1, 1, 1, "a", "full", "t"),
+        (1, 7, 2, None, "missing", None),
+        (2, None, 1, None, "missing", None),
+        (2, 1, 2, "a", "full", "t"),
+    ]
     missing = missing_documents(reqs, _docs({1: "a"})).collect()
     assert missing.rows() == [(1, 7, 2), (2, None, 1)]
+    assert c.STRATEGIES == ("full", "highlight", "truncated_fallback", "missing")
+
+
+def test_a_missing_document_keeps_its_place_among_highlights() -> None:
+    docs = _docs({1: _text(100), 2: _text(99999)})
+    reqs = _requests([(1, "lift", 2), (1, "lift", 5), (1, "lift", 1)])
+    out = fetch(reqs, docs).collect()
+    assert out["strategy"].to_list() == ["highlight", "missing", "full"]
+    assert out["content"].is_null().to_list() == [False, True, False]
+
+
+def test_entity_id_is_an_alias_and_request_columns_pass_through() -> None:
+    reqs = pl.DataFrame(
+        {
+            "query_id": [1, 1],
+            "query": ["lift", "lift"],
+            "entity_id": [2, 1],
+            "block_rank": [0, 1],
+            "ranking_score": [0.9, 0.5],
+            "content": ["stale", "stale"],  # replaced by fetch's own column
+        }
+    )
+    docs = _docs({1: "a", 2: "b"}, title=["t1", "t2"], block_rank=[7, 7])
+    out = fetch(reqs, docs).collect()
+    assert out.columns == [
+        "query_id", "entity_id", "rank", "content", "strategy", "block_rank", "ranking_score",
+        "title",
+    ]  # fmt: skip
+    assert out.row(0) == (1, 2, 1, "b", "full", 0, 0.9, "t2")
+    assert missing_documents(reqs, docs).collect().columns == ["query_id", "entity_id", "rank"]
+    assert out.equals(reference_fetch(reqs, docs), null_equal=True)
 
 
 def test_document_fields_pass_through_except_clashing_names() -> None:
@@ -294,7 +335,11 @@ def test_eager_lazy_streaming_agree_and_equal_reference(highlighter: str) -> Non
     assert set(eager["strategy"]) == {"full", "highlight", "truncated_fallback"}  # all reached
 
 
-SAMPLE_WORDS = ["lift", "Lift", "wing", "東", "é", "😀", " ", "  ", "\n", ". ", "x"]
+SAMPLE_WORDS = [
+    "lift", "Lift", "LIFT'S", "wing", "東", "é", "😀", " ", "  ", "\n", ". ", "x", "'", ".", ",",
+    "3", "3.5", "1,000", "_", "\u0301", "İ", "i", "\u03a3", "\u03c3", "カタカナ", "e.g.",
+]  # fmt: skip
+QUERIES = ["", " ", "lift", "wing 東", "zzz", "?", "lift's", "3", "İ \u03c3", "e.g", "カタカナ 3.5"]
 
 
 @st.composite
@@ -304,7 +349,7 @@ def _fetch_cases(
     n_docs = draw(st.integers(1, 4))
     text = st.lists(st.sampled_from(SAMPLE_WORDS), max_size=40).map("".join)
     contents = {i: draw(st.one_of(st.none(), text)) for i in range(n_docs)}
-    query = st.one_of(st.none(), st.sampled_from(["", " ", "lift", "wing 東", "zzz", "?"]))
+    query = st.one_of(st.none(), st.sampled_from(QUERIES))
     rows = draw(
         st.lists(
             st.tuples(st.integers(0, 3), query, st.integers(0, n_docs)), min_size=1, max_size=10
@@ -322,7 +367,10 @@ def _fetch_cases(
         number_of_fragments=draw(st.integers(1, 3)),
         highlighter=draw(st.sampled_from(["fvh", "unified"])),
     )
-    return _requests(rows), _docs(contents), sizes, cfg
+    requests = _requests(rows).with_columns(pl.int_range(pl.len()).alias("block_rank"))
+    if draw(st.booleans()):  # postprocess's name for the document column
+        requests = requests.rename({"doc_id": "entity_id"})
+    return requests, _docs(contents), sizes, cfg
 
 
 @settings(max_examples=120, deadline=None)
@@ -333,7 +381,9 @@ def test_engine_equals_reference(
     reqs, docs, sizes, cfg = case
     engine = fetch(reqs, docs, cfg, sizes=sizes).collect()
     reference = reference_fetch(reqs, docs, cfg, sizes=sizes)
+    assert engine.columns == reference.columns
     assert engine.rows() == reference.rows()
+    assert engine.height == reqs.height
 
 
 @pytest.mark.skipif(not CRANFIELD.is_dir(), reason="Cranfield data not available")
@@ -361,6 +411,41 @@ def test_cranfield_top5_engine_equals_reference() -> None:
     assert (default["strategy"] == "full").to_list() == (~long).to_list()
 
 
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def test_postprocess_output_chains_into_fetch_on_cranfield() -> None:
+    """Real chain: retrieved chunks -> postprocess blocks -> fetch, no renames by hand."""
+    folder = SHARED / "data" / "cranfield"
+    if not (folder / "results_minilm.parquet").is_file():
+        pytest.skip(f"Cranfield fixture not found at {folder}")
+    results = pl.read_parquet(folder / "results_minilm.parquet").filter(pl.col("query_id") <= 40)
+    chunks = pl.read_parquet(folder / "chunks.parquet").rename({"doc_id": "entity_id"})
+    docs = pl.read_parquet(folder / "docs.parquet")
+    queries_ = pl.read_parquet(folder / "queries.parquet").select(
+        "query_id", pl.col("text").alias("query")
+    )
+    cfg = PostprocessConfig(top_k=8, max_blocks=4, max_characters=4000)
+    blocks = ragframe.postprocess(results.drop("rank"), cfg, chunks=chunks)
+    requests = blocks.join(queries_.lazy(), on="query_id", maintain_order="left")
+    out = fetch(requests, docs, FetchConfig(fulltext_threshold=500)).collect()
+    block_frame = blocks.collect()
+    assert out.height == block_frame.height > 100
+    assert out.columns[:5] == ["query_id", "entity_id", "rank", "content", "strategy"]
+    assert {"block_rank", "ranking_score", "text", "title"} <= set(out.columns)
+    # each query's blocks in block_rank order, every block accounted for
+    assert (
+        out.select("query_id", "entity_id", "block_rank").rows()
+        == block_frame.sort("query_id", "block_rank", maintain_order=True)
+        .select("query_id", "entity_id", "block_rank")
+        .rows()
+    )
+    assert set(out["strategy"]) <= {"full", "highlight", "truncated_fallback"}
+    assert (out["strategy"] == "highlight").sum() > 10
+    reference = reference_fetch(requests.collect(), docs, FetchConfig(fulltext_threshold=500))
+    assert out.equals(reference)
+
+
 # --- CLI ----------------------------------------------------------------------------
 
 
@@ -378,7 +463,7 @@ def test_cli_writes_output_and_prints_counts(
     captured = capsys.readouterr()
     assert code == 0
     result = pl.read_parquet(out)
-    assert result["strategy"].to_list() == ["full", "highlight", "truncated_fallback"]
+    assert result["strategy"].to_list() == ["full", "highlight", "truncated_fallback", "missing"]
     assert re.search(r"full\s+1\n", captured.out) and re.search(
         r"truncated_fallback\s+1\n", captured.out
     )
@@ -421,11 +506,11 @@ def test_cli_sizes_and_options(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("scoring", "expected"),
-    [([], "lift wing"), (["--scoring", "terms"], "lift wing"), (["--scoring", "matches"], "lift")],
+    [([], "lift"), (["--scoring", "terms"], "lift wing"), (["--scoring", "matches"], "lift")],
     ids=["default", "terms", "matches"],
 )
 def test_cli_scoring(tmp_path: Path, scoring: list[str], expected: str) -> None:
-    # one fragment: three "lift" (matches wins) or "lift" and "wing" (terms wins)
+    # one fragment: three "lift" (matches, the default, wins) or "lift" and "wing" (terms)
     content = "lift lift lift" + " " * 60 + "lift wing" + " " * 60
     _requests([(1, "lift wing", 1)]).write_csv(tmp_path / "r.csv")
     _docs({1: content}).write_parquet(tmp_path / "d.parquet")

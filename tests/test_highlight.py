@@ -14,12 +14,11 @@ from hypothesis import strategies as st
 
 from ragframe import ConfigError, HighlightConfig, SchemaError, highlight
 from ragframe._arrow import content_buffer
-from ragframe.fetch._analysis import RUN_RUST, TOKEN_RUST
-from ragframe.fetch._terms import candidate_tokens, word_tokens
-from ragframe.fetch._tokenize import tokenize
-from ragframe.reference._analysis import RUN as RUN_PY
-from ragframe.reference._analysis import TOKEN as TOKEN_PY
-from ragframe.reference._analysis import query_terms
+from ragframe.fetch._analysis import java_lower as engine_lower
+from ragframe.fetch._terms import candidate_tokens
+from ragframe.fetch._tokenize import text_tokens, token_bytes, tokenize
+from ragframe.reference._analysis import java_lower, query_terms, runs
+from ragframe.reference._analysis import tokens as reference_tokens
 from ragframe.reference.fetch import (
     boundary_end,
     boundary_start,
@@ -31,6 +30,19 @@ from ragframe.schema import T_DOC_TERMS as TERMS
 from tests.longtext import documents, queries
 
 UNICODE_SAMPLE = "Héllo wörld 東京大学 ab_c 3.5 İSTANBUL ΟΔΟΣ ½ x\u0301y 😀ok ｶﾀｶﾅ ひらがな 𠀋x"
+TRICKY = (
+    "prandtl's O'Neil's ab'cd' 'quoted' rock'n'roll l\u2019avion a''b a'1 e.g. m.i.t. U.S.A "
+    "foo.bar a.b.c. 2.71 1,000 1,000.5 1.000,5 7,225,226 1.2.3 .5 5. 3.5x 3,5x 1.5e3 a1.5 "
+    "1e-5 a.1 1.a x.2y 2y.x 1.5a.b r.a.e.101 foo..bar a,b 1,a 10-3 a-b a/b x_y a_1 _a a_ __ "
+    "x2y H2O 3d abc123def 12abc $100 50% M=2.5 3:1 a:b a·b (a) [12] http://x.y/z "
+    "user@host.com café cafe\u0301 \u0301x a\u200db a\u00adb naïve ﬁne Straße \u212aelvin "
+    "İstanbul ISTANBUL ΟΔΟΣ Σίσυφος ǅ ½ ² x² 日本語abc ひらがな カタカナ123 ｶﾀｶﾅ 한국어 ภาษาไทย "
+    "\u05d0\"\u05d1 \u05d0' \uff11\uff12\uff13 \uff21\uff22\uff23 ٣٤٥ 😀 a😀b 👍🏽 🇫🇷🇩🇪🇮 "
+    + "x" * 300
+    + " "
+    + "y" * 255
+)
+"""StandardTokenizer's edges (the rules observed on Lucene, /work/lucene_findings.md)."""
 
 
 def _docs(*contents: str | None) -> pl.DataFrame:
@@ -95,22 +107,94 @@ def test_config_defaults_are_fess() -> None:
     cfg = HighlightConfig()
     assert (cfg.fragment_size, cfg.number_of_fragments, cfg.order) == (1000, 5, "score")
     assert (cfg.boundary_chars, cfg.boundary_max_scan, cfg.max_matches) == ("\t\n\x13 ", 20, 256)
-    assert cfg.highlighter == "fvh"
+    assert (cfg.highlighter, cfg.scoring) == ("fvh", "matches")
 
 
 # --- token rules --------------------------------------------------------------------
 
 
-def test_polars_and_python_tokenize_alike() -> None:
-    series = pl.Series([UNICODE_SAMPLE])
-    assert series.str.extract_all(TOKEN_RUST).to_list()[0] == TOKEN_PY.findall(UNICODE_SAMPLE)
-    runs = series.str.extract_all(RUN_RUST).to_list()[0]
-    assert runs == RUN_PY.findall(UNICODE_SAMPLE)
-    assert "".join(runs) == UNICODE_SAMPLE
+def _engine_tokens(text: str) -> list[str]:
+    _, found = text_tokens(pl.Series([text]))
+    return found.to_list()
+
+
+def _reference_tokens(text: str) -> list[str]:
+    return [text[s:e] for s, e in reference_tokens(text)]
+
+
+@pytest.mark.parametrize("text", [UNICODE_SAMPLE, TRICKY], ids=["unicode", "tricky"])
+def test_engine_and_reference_tokenize_alike(text: str) -> None:
+    assert _engine_tokens(text) == _reference_tokens(text)
+    covered = runs(text)
+    assert "".join(text[s:e] for s, e, _ in covered) == text
+    engine = tokenize(pl.DataFrame({"doc_id": [1], "content": [text]}), False)
+    assert engine.select("start", "end", "__rf_is_word").rows() == covered
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "prandtl's O'Neil's rock'n'roll l\u2019avion",
+            ["prandtl's", "O'Neil's", "rock'n'roll", "l\u2019avion"],
+        ),
+        ("'quoted' ab'cd' a''b a'1", ["quoted", "ab'cd", "a", "b", "a", "1"]),
+        ("e.g. m.i.t. U.S.A foo.bar a.b.c.", ["e.g", "m.i.t", "U.S.A", "foo.bar", "a.b.c"]),
+        ("2.71 1,000 1,000.5 7,225,226 1.2.3", ["2.71", "1,000", "1,000.5", "7,225,226", "1.2.3"]),
+        (
+            "a.1 1.a x.2y 2y.x 1.5a.b r.a.e.101",
+            ["a", "1", "1", "a", "x", "2y", "2y.x", "1.5a.b", "r.a.e", "101"],
+        ),
+        ("a,b 1,a foo..bar .5 5.", ["a", "b", "1", "a", "foo", "bar", "5", "5"]),
+        ("x2y H2O 3d 3.5x 1e-5", ["x2y", "H2O", "3d", "3.5x", "1e", "5"]),
+        ("x_y a_1 _a a_ __", ["x_y", "a_1", "_a", "a_"]),
+        (
+            "a-b a/b $100 50% M=2.5 3:1 a:b",
+            ["a", "b", "a", "b", "100", "50", "M", "2.5", "3", "1", "a:b"],
+        ),
+        ("http://x.y/z user@host.com", ["http", "x.y", "z", "user", "host.com"]),
+        (
+            "x\u0301y cafe\u0301 \u0301x a\u200db a\u00adb",
+            ["x\u0301y", "cafe\u0301", "x", "a\u200db", "a\u00adb"],
+        ),
+        (
+            "½ ² x² \uff21\uff22\uff23 \uff11\uff12\uff13",
+            ["x", "\uff21\uff22\uff23", "\uff11\uff12\uff13"],
+        ),
+        (
+            "日本語 ひらがな カタカナ123 한국어 ภาษาไทย",
+            ["日", "本", "語", "ひ", "ら", "が", "な", "カタカナ", "123", "한국어", "ภาษาไทย"],
+        ),
+        ("a😀b 👍🏽 🇫🇷", ["a", "😀", "b", "👍🏽", "🇫🇷"]),
+    ],
+)
+def test_tokens_are_lucene_standard_tokenizer_tokens(text: str, expected: list[str]) -> None:
+    assert _reference_tokens(text) == expected
+    assert _engine_tokens(text) == expected
+
+
+def test_tokens_longer_than_255_characters_are_split() -> None:
+    assert reference_tokens("a" * 300) == [(0, 255), (255, 300)]
+    assert [len(t) for t in _engine_tokens("a" * 600 + " b")] == [255, 255, 90, 1]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("İstanbul", "istanbul"),  # Java: U+0130 -> 'i' (Python's lower() gives "i\u0307")
+        ("ΟΔΟΣ", "οδοσ"),  # no final-sigma rule
+        ("ǅ \u212aelvin Straße", "ǆ kelvin straße"),
+        ("I\u0307", "i\u0307"),
+    ],
+)
+def test_lower_casing_is_per_code_point_as_java(text: str, expected: str) -> None:
+    assert java_lower(text) == expected
+    assert pl.select(engine_lower(pl.lit(text))).item() == expected
 
 
 def test_query_terms_lowercase_distinct_and_split_ideographs() -> None:
     assert query_terms("Wing wing WING, 東京 café!") == ["wing", "東", "京", "café"]
+    assert query_terms("Prandtl's e.g. 3.5 İstanbul") == ["prandtl's", "e.g", "3.5", "istanbul"]
     assert query_terms("?!") == []
     assert query_terms(None) == []
 
@@ -139,6 +223,9 @@ def test_boundary_start(text: str, start: int, expected: int) -> None:
         ("x" * 40, 3, 3),  # no boundary within 20: stays
         ("hello", 9, 5),  # past the end: the end
         ("ab\x13cd", 0, 2),  # U+0013 is a boundary character
+        ("Tails steer wings abcdefghij.", 18, 29),  # the scan reaches the end of the text
+        ("x" * 39, 20, 39),  # the end within the 20 characters scanned: the end
+        ("x" * 40, 20, 20),  # just out of reach: stays
     ],
 )
 def test_boundary_end(text: str, end: int, expected: int) -> None:
@@ -147,9 +234,9 @@ def test_boundary_end(text: str, end: int, expected: int) -> None:
 
 def test_fvh_fragments_cover_and_recentre() -> None:
     matches = [("t", 0, 3), ("t", 10, 13), ("t", 100, 103)]
-    assert fvh_fragments(matches, 20, "matches") == [(0, 20, 2.0), (92, 112, 1.0)]
-    # default "terms": distinct terms, then matches / (cap + 1)
-    assert fvh_fragments(matches, 20) == [(0, 20, 1 + 2 / 257), (92, 112, 1 + 1 / 257)]
+    assert fvh_fragments(matches, 20) == [(0, 20, 2.0), (92, 112, 1.0)]  # Lucene's
+    # opt-in "terms": distinct terms, then matches / (cap + 1)
+    assert fvh_fragments(matches, 20, "terms") == [(0, 20, 1 + 2 / 257), (92, 112, 1 + 1 / 257)]
 
 
 def test_fvh_skips_a_match_that_starts_inside_the_previous_fragment() -> None:
@@ -165,6 +252,39 @@ def test_fvh_engine_matches_the_hand_worked_fragments() -> None:
     assert _spans(row) == [(0, 20, 2.0), (92, 112, 1.0)]
     # the second fragment ends with "." (a sentence terminator): no "..." appended
     assert row["highlight"] == content[0:20] + "..." + content[92:112]
+
+
+@pytest.mark.parametrize(
+    ("query", "content", "size", "expected"),
+    [
+        ("tails", "Tails steer wings abcdefghij.", 18, [(0, 29)]),
+        ("flow", "flow " + "x " * 497 + "end.", 1000, [(0, 1003)]),
+        ("istanbul", "İstanbul is big", 1000, [(0, 15)]),
+        ("οδοσ", "ΟΔΟΣ is a road", 1000, [(0, 14)]),
+        ("prandtl", "Prandtl's number", 1000, None),
+        ("prandtl's", "Prandtl's number", 1000, [(0, 16)]),
+        ("3", "a 3.5 b", 1000, None),
+        ("ΟΔΟΣ", "οδος", 1000, None),
+    ],
+    ids=[
+        "end-18",
+        "end-1000",
+        "dotted-i",
+        "sigma",
+        "possessive",
+        "possessive-term",
+        "number",
+        "final-sigma",
+    ],
+)
+def test_issue_cases_match_lucene(
+    query: str, content: str, size: int, expected: list[tuple[int, int]] | None
+) -> None:
+    row = _one(query, content, fragment_size=size)
+    spans = _spans(row)
+    assert (None if spans is None else [(s, e) for s, e, _ in spans]) == expected
+    found = highlight_pair(query, content, HighlightConfig(fragment_size=size))
+    assert (None if found is None else [(s, e) for s, e, _ in found[0]]) == expected
 
 
 def test_no_match_gives_null() -> None:
@@ -318,9 +438,9 @@ def _candidate_frame(texts: list[str], terms: list[str]) -> pl.DataFrame:
     )
 
 
-def test_word_tokens_are_the_tokenizer_tokens() -> None:
+def test_token_bytes_are_the_tokenizer_tokens() -> None:
     docs = _candidate_frame(EDGE_TEXTS * 2, [])
-    starts, ends = word_tokens(content_buffer(docs["content"]))
+    starts, ends = token_bytes(content_buffer(docs["content"]))
     data = content_buffer(docs["content"]).data
     got = [bytes(data[s:e]).decode() for s, e in zip(starts, ends, strict=True)]
     assert got == tokenize(docs.select("doc_id", "content"), True)["__rf_run"].to_list()
@@ -337,7 +457,7 @@ def test_candidates_hold_every_match(terms: list[str]) -> None:
     wanted = runs.filter(pl.col("__rf_run").str.to_lowercase().is_in(terms))
     found = candidate_tokens(docs).join(wanted, on=["doc_id", "start", "end"], how="semi")
     assert found.height == wanted.height
-    assert candidate_tokens(_candidate_frame(["😀", "。"], terms)).height == 0  # no token at all
+    assert candidate_tokens(_candidate_frame(["。", "½"], terms)).height == 0  # no token at all
     # ASCII tokens that cannot match are dropped
     assert "WINGSPANNED" not in candidate_tokens(docs)["__rf_run"].to_list()
 
@@ -364,6 +484,29 @@ WORDS = [
     "wingspanned",
     "\u212aelvin",  # Kelvin sign: lower-cases to the ASCII "kelvin"
     "kelvin",
+    "prandtl's",  # StandardTokenizer's edges: apostrophes, dots, commas, underscores
+    "O'NEIL'S",
+    "'",
+    "e.g.",
+    "U.S.A",
+    "2.71",
+    "1,000",
+    "3.5x",
+    "a.1",
+    "_",
+    "x\u0301",  # combining mark
+    "\u0301",
+    "カタカナ",
+    "ｶﾀｶﾅ",
+    "한국어",
+    "ภาษา",
+    '\u05d0"\u05d1',
+    "ǅ",
+    "ΣΊΣΥΦΟΣ",
+    "İSTANBUL",
+    "istanbul",
+    "x" * 260,  # split at 255
+    "🇫🇷🇩",
 ]
 SEPARATORS = [
     " ",
@@ -380,6 +523,13 @@ SEPARATORS = [
     "-",
     "\u3000",
     "\u00a0",
+    "",  # words back to back
+    "'",
+    ".",
+    ",",
+    ":",
+    "_",
+    "\u200d",
 ]
 
 
@@ -439,7 +589,7 @@ def test_engine_equals_reference(case: tuple[pl.DataFrame, pl.DataFrame, Highlig
 
 
 def _best_window_terms(content: str, terms: set[str], width: int) -> int:
-    hits = [(m.start(), m.end(), m.group().lower()) for m in TOKEN_PY.finditer(content)]
+    hits = [(s, e, java_lower(content[s:e])) for s, e in reference_tokens(content)]
     hits = [h for h in hits if h[2] in terms]
     best = 0
     for i, (start, _, _) in enumerate(hits):
@@ -463,7 +613,8 @@ def _quality_failures(
     for row in out.iter_rows(named=True):
         terms = set(query_terms(row["query"]))
         best = _best_window_terms(contents[row["doc_id"]], terms, 1000)
-        got = {t.lower() for t in TOKEN_PY.findall(row["highlight"] or "")} & terms
+        text = row["highlight"] or ""
+        got = {java_lower(text[s:e]) for s, e in reference_tokens(text)} & terms
         failures += len(got) < best
         checked += best > 0
     return failures, checked
@@ -480,9 +631,9 @@ def _crowded(frequent: int, rare_region: bool) -> str:
     return gap + gap.join(regions) + gap
 
 
-def test_quality_bar_holds_for_the_default_config() -> None:
-    # the issue's bar, for HighlightConfig() (fvh, scoring="terms") on every pair
-    failures, checked = _quality_failures(HighlightConfig())
+def test_quality_bar_holds_for_terms_scoring() -> None:
+    # the opt-in scoring="terms" (distinct terms first) misses no term on any pair
+    failures, checked = _quality_failures(HighlightConfig(scoring="terms"))
     assert checked >= 60
     assert failures == 0
 
@@ -494,24 +645,25 @@ def test_quality_of_the_unified_mode() -> None:
 
 
 def test_match_count_scoring_lets_a_frequent_term_crowd_out_a_rarer_one() -> None:
-    # Lucene's SimpleFieldFragList scores by match count: six fragments of three "lift"
-    # each outrank the one fragment holding "lift drag", so the five kept miss "drag",
-    # which the best 1,000-character window holds; the default, scoring="terms", keeps it.
+    # Lucene's SimpleFieldFragList (the default) scores by match count: six fragments of
+    # three "lift" each outrank the one fragment holding "lift drag", so the five kept
+    # miss "drag", which the best 1,000-character window holds; scoring="terms" keeps it.
     # Fixed text: documents 1 and 2 are crowded; 3 ties (two "lift" per region, as many
     # matches as "lift drag": the earlier fragments win, still a miss); in 4 the rare
     # region outranks one "lift" per region; 5 has no rare region (nothing to miss).
     contents = [_crowded(3, True), _crowded(9, True), _crowded(2, True), _crowded(1, True)]
     docs = _docs(*contents, _crowded(3, False))
     pairs = pl.DataFrame({"query": ["lift drag"] * 5, "doc_id": [1, 2, 3, 4, 5]})
+    assert _quality_failures(HighlightConfig(), docs, pairs) == (3, 5)
     assert _quality_failures(HighlightConfig(scoring="matches"), docs, pairs) == (3, 5)
-    assert _quality_failures(HighlightConfig(), docs, pairs) == (0, 5)
+    assert _quality_failures(HighlightConfig(scoring="terms"), docs, pairs) == (0, 5)
 
 
 def test_reference_pair_api() -> None:
     found = highlight_pair("lift", "Wings lift.", HighlightConfig(fragment_size=18))
-    assert found == ([(0, 11, 1 + 1 / 257)], "Wings lift.")
-    lucene = HighlightConfig(fragment_size=18, scoring="matches")
-    assert highlight_pair("lift", "Wings lift.", lucene) == ([(0, 11, 1.0)], "Wings lift.")
+    assert found == ([(0, 11, 1.0)], "Wings lift.")  # Lucene's match count
+    terms = HighlightConfig(fragment_size=18, scoring="terms")
+    assert highlight_pair("lift", "Wings lift.", terms) == ([(0, 11, 1 + 1 / 257)], "Wings lift.")
     assert highlight_pair(None, "Wings lift.") is None
 
 

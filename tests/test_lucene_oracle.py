@@ -9,14 +9,20 @@ or Lucene's jars are missing; the Cranfield sets also skip without the shared fi
 
 from __future__ import annotations
 
+import os
+import random
 from collections import Counter
 from collections.abc import Callable
 
 import pytest
 
+from ragframe.reference._analysis import java_lower
+from ragframe.reference._analysis import tokens as reference_tokens
 from tests import lucene_oracle
 from tests.lucene_oracle import Fragment
 from tests.lucene_report import (
+    CASED,
+    TRICKY,
     Case,
     classify_all,
     compare,
@@ -35,8 +41,6 @@ pytestmark = [
 
 BAR = 0.995
 """The share of pairs where ragframe must give exactly Lucene's fragments."""
-CRANFIELD_TOP_DOCS = 10
-"""Documents per query in the Cranfield sets (``tests/lucene_report.py`` takes all)."""
 
 
 def _texts_offsets(frags: list[Fragment]) -> list[tuple[str, int, int]]:
@@ -143,11 +147,23 @@ def test_tokens_longer_than_255_are_split() -> None:
 # --- ragframe against Lucene -----------------------------------------------------------
 
 
+SAMPLE_ENV = "RAGFRAME_LUCENE_FULL"
+"""Set (to anything) to compare every pair; by default a fixed sample of each set."""
+SAMPLE = 600
+"""Pairs per set in the default run (the full sets take minutes)."""
+
+
+def _sampled(cases: list[Case]) -> list[Case]:
+    if os.environ.get(SAMPLE_ENV) or len(cases) <= SAMPLE:
+        return cases
+    return random.Random(11).sample(cases, SAMPLE)
+
+
 def _cranfield(size: int) -> Callable[[], list[Case]]:
     def build() -> list[Case]:
         if not cranfield_available():
             pytest.skip("the shared Cranfield fixture is absent")
-        return cranfield_cases(size, top_docs=CRANFIELD_TOP_DOCS)
+        return cranfield_cases(size)
 
     return build
 
@@ -159,14 +175,17 @@ SETS: dict[str, Callable[[], list[Case]]] = {
 }
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="ragframe differs from Lucene today: its tokenizer is not UAX #29, the end scan "
-    "misses the end of text, offsets count code points where Lucene counts UTF-16 units",
-)
+def test_synthetic_set_has_no_astral_characters() -> None:
+    """Lucene counts UTF-16 units, ragframe code points (a documented difference)."""
+    assert all(max(c.query + c.content + " ") <= "\uffff" for c in synthetic_cases())
+
+
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_ragframe_fragments_equal_lucene(name: str) -> None:
-    outcomes = compare(SETS[name]())
+    """The bar: >= 99.5% of pairs give exactly Lucene's fragments (text and offsets, in
+    order). A fixed sample per set; ``RAGFRAME_LUCENE_FULL=1`` compares every pair
+    (``python tests/lucene_report.py`` prints the full shares and the differences)."""
+    outcomes = compare(_sampled(SETS[name]()))
     diff = [o for o in outcomes if not o.same]
     causes = Counter(classify_all(diff[:200]))
     summary = ", ".join(f"{n} {cause}" for cause, n in causes.most_common())
@@ -175,3 +194,23 @@ def test_ragframe_fragments_equal_lucene(name: str) -> None:
         f"{name}: {len(outcomes) - len(diff)}/{len(outcomes)} pairs equal ({got:.2%}, bar "
         f"{BAR:.1%}); causes of the first {min(len(diff), 200)} differences: {summary}"
     )
+
+
+@pytest.mark.parametrize("text", [*TRICKY, *CASED, " ".join(TRICKY), "a" * 300, "a" * 600 + " b"])
+def test_ragframe_tokens_equal_lucene(text: str) -> None:
+    (lucene,) = lucene_oracle.tokens([text])
+    spans = reference_tokens(text)
+    assert [(s, e, java_lower(text[s:e])) for s, e in spans] == [
+        (t.start, t.end, t.term) for t in lucene
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known difference: Lucene matches within a 255-character buffer, so a cut that "
+    "lands just after a mid-word character (' . ,) drops it; ragframe cuts every 255",
+)
+def test_a_cut_after_a_mid_word_character() -> None:
+    text = "x" * 254 + "'s y"
+    (lucene,) = lucene_oracle.tokens([text])
+    assert reference_tokens(text) == [(t.start, t.end) for t in lucene]

@@ -11,7 +11,9 @@ import polars as pl
 from ragframe.cli._common import add_output, check_output, collect, write
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.fetch import FetchConfig, fetch, missing_documents
+from ragframe.fetch._strategy import request_key
 from ragframe.io import scan_table
+from ragframe.schema import MISSING, STRATEGIES
 
 
 def add_fetch(sub: Any) -> None:
@@ -20,7 +22,9 @@ def add_fetch(sub: Any) -> None:
         help="full text for small documents, query-relevant passages for large ones",
         description="Give each (query, document) request its LLM content (SPEC section 2).",
     )
-    p.add_argument("requests", metavar="REQUESTS", help="query_id, query, doc_id [, rank]")
+    p.add_argument(
+        "requests", metavar="REQUESTS", help="query_id, query, doc_id (or entity_id) [, rank]"
+    )
     p.add_argument("documents", metavar="DOCUMENTS", help="doc_id, content [, other fields]")
     p.add_argument("--sizes", metavar="SIZES", help="doc_id, content_length (search phase)")
     add_output(p)
@@ -49,10 +53,10 @@ def run_fetch(args: argparse.Namespace) -> dict[str, Any]:
     counts = out["strategy"].value_counts()
     per = dict(zip(counts["strategy"].to_list(), counts["count"].to_list(), strict=True))
     summary: dict[str, Any] = {"requests": int(counted.item()), "rows": out.height}
-    summary.update({name: per.get(name, 0) for name in ("full", "highlight", "truncated_fallback")})
+    summary.update({name: per.get(name, 0) for name in STRATEGIES if name != MISSING})
     summary["missing_documents"] = missing.height
     if missing.height:
-        ids = missing["doc_id"].unique(maintain_order=True).to_list()
+        ids = missing[request_key(missing.schema)].unique(maintain_order=True).to_list()
         shown = ", ".join(map(str, ids[:20])) + (", ..." if len(ids) > 20 else "")
         summary["missing_ids"] = shown
         print(

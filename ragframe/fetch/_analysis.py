@@ -1,33 +1,21 @@
-"""Token, whitespace and sentence rules of the highlighter (SPEC 2.1), as Rust regexes
-for Polars and the character sets they use. The reference writes the same rules in
-Python (:mod:`ragframe.reference._analysis`); tests check that both agree.
+"""Token, case, whitespace and sentence rules of the highlighter (SPEC 2.1) as Polars
+expressions and the character sets they use. The reference writes the same rules in
+plain Python (:mod:`ragframe.reference._analysis`); tests check that both agree.
 
-* **Word token**: a maximal run of word characters (Unicode letters ``L*``, numbers
-  ``N*`` and the underscore; Python's ``\\w``), lower-cased. Han ideographs and Hiragana
-  (U+3040-309F, U+3400-4DBF, U+4E00-9FFF, U+F900-FAFF, U+20000-2FA1F) are one token per
-  character, as Lucene's ``StandardTokenizer`` does. Combining marks are not word
-  characters, so decomposed (NFD) text splits words at accents: normalize to NFC first.
-* **Run**: the text is cut into runs: a single ideograph, a word run, or a maximal run
-  of non-word characters. Runs cover the text exactly, so their lengths give character
-  offsets.
+* **Tokens**: Lucene's ``StandardTokenizer`` (UAX #29 word boundaries), the kernel of
+  :mod:`ragframe.fetch._tokenize`.
+* **Lower-casing**: one code point at a time, as Java's ``Character.toLowerCase``
+  (Lucene's ``LowerCaseFilter``): no context rules, so a final ``Σ`` is a small sigma and ``İ``
+  is ``i`` (:func:`java_lower`).
 * **Blank**: a query made only of Unicode ``White_Space`` characters (or empty, or null).
-* **Sentence end** (the ``unified`` mode): a non-word run that holds ``. ! ?`` followed
-  later in the run by ASCII whitespace, or holds the CJK ``U+3002 U+FF01 U+FF1F``, or
-  holds a blank line.
+* **Sentence end** (the ``unified`` mode): a gap between tokens that holds ``. ! ?``
+  followed later in the gap by ASCII whitespace, or holds the CJK ``U+3002 U+FF01
+  U+FF1F``, or holds a blank line.
 """
 
 from __future__ import annotations
 
-_IDEO_RUST = (
-    r"\x{3040}-\x{309F}\x{3400}-\x{4DBF}\x{4E00}-\x{9FFF}\x{F900}-\x{FAFF}\x{20000}-\x{2FA1F}"
-)
-IDEOGRAPHS_PY = "\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
-
-TOKEN_RUST = rf"[{_IDEO_RUST}]|[[\p{{L}}\p{{N}}_]--[{_IDEO_RUST}]]+"
-"""Word tokens (Polars / Rust regex syntax)."""
-
-RUN_RUST = rf"{TOKEN_RUST}|[^\p{{L}}\p{{N}}_]+"
-"""Runs: tokens and the non-word runs between them (Polars)."""
+import polars as pl
 
 ASCII_SPACE = " \t\n\r\x0b\x0c"
 """Whitespace trimmed from passage edges and ignored before a final terminator."""
@@ -50,3 +38,15 @@ ELLIPSIS = "..."
 def rust_char_class(chars: str) -> str:
     """A Rust regex character class body matching exactly ``chars`` (escaped)."""
     return "".join(f"\\x{{{ord(ch):X}}}" for ch in dict.fromkeys(chars))
+
+
+def java_lower(text: pl.Expr) -> pl.Expr:
+    """Java's per-code-point ``Character.toLowerCase`` of every string.
+
+    Polars lower-cases with Unicode's full mappings: ``İ`` becomes two characters
+    (``i`` and a combining dot) and a word-final ``Σ`` becomes ``ς``. Java maps each
+    code point alone: ``İ`` -> ``i``, ``Σ`` -> small sigma; those two are replaced first, the
+    rest of the mappings are the same one-to-one ones.
+    """
+    fixed = text.str.replace_all("\u0130", "i", literal=True)
+    return fixed.str.replace_all("\u03a3", "\u03c3", literal=True).str.to_lowercase()

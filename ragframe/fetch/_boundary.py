@@ -60,11 +60,15 @@ def _scan_start(text: _Text, first: Ints, start: Ints, stop: Ints, scan: int) ->
 
 def _scan_end(text: _Text, first: Ints, end: Ints, length: Ints, stop: Ints, scan: int) -> Ints:
     """``findEndOffset``: onto the nearest boundary among the ``scan`` characters from
-    ``end``, else ``end``; an end at or past the text's end is the text's end."""
+    ``end``, else ``end``. Lucene scans the text followed by a space (its multi-value
+    separator, a boundary): a scan reaching the text's end stops there, and an end at
+    or past the text's end is the text's end."""
     moved = np.minimum(end, length)
     active = np.flatnonzero(end < length)
     for step in range(scan):
-        active = active[end[active] + step < length[active]]
+        done = end[active] + step >= length[active]  # the scan reached the end of the text
+        moved[active[done]] = length[active[done]]
+        active = active[~done]
         if not active.size:
             break
         hit = np.isin(text.point(first[active] + end[active] + step), stop)

@@ -22,7 +22,7 @@ FVH_MARGIN = 6
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HighlightConfig:
     """Highlighter settings; the defaults are the ones Fess asks its search engine for,
-    except ``scoring`` (distinct query terms first; ``"matches"`` is Lucene's).
+    and give Lucene's FastVectorHighlighter fragments, fragment for fragment.
 
     Args:
         fragment_size: characters per fragment (>= 18, Lucene's minimum for margin 6);
@@ -30,9 +30,10 @@ class HighlightConfig:
         number_of_fragments: passages kept per pair (>= 1).
         highlighter: ``"fvh"`` (FastVectorHighlighter) or ``"unified"`` (sentences, BM25).
         order: ``"score"`` (best first, Fess) or ``"offset"`` (document order).
-        scoring: how ``"fvh"`` scores fragments: ``"terms"`` (distinct query terms
-            first, then matches; passages cover more of the query) or ``"matches"``
-            (match count, Lucene's ``SimpleFieldFragList`` as in Fess).
+        scoring: how ``"fvh"`` scores fragments: ``"matches"`` (the default: match
+            count, Lucene's ``SimpleFieldFragList`` as in Fess) or ``"terms"`` (opt-in:
+            distinct query terms first, then matches, so that a frequent term cannot
+            crowd a rarer one out of the chosen fragments).
         boundary_chars: the characters fragment edges move to (by default tab, newline,
             U+0013 and space, as in Fess).
         boundary_max_scan: how far a fragment edge may move to reach one of the
@@ -56,7 +57,7 @@ class HighlightConfig:
     number_of_fragments: int = 5
     highlighter: HighlighterMode = "fvh"
     order: HighlightOrder = "score"
-    scoring: FragmentScoring = "terms"
+    scoring: FragmentScoring = "matches"
     boundary_chars: str = "\t\n\x13 "
     boundary_max_scan: int = 20
     max_matches: int = 256
@@ -85,8 +86,8 @@ class HighlightConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FetchConfig(HighlightConfig):
-    """Parameters of :func:`fetch`; the highlighter's defaults are Fess's settings, except
-    ``scoring`` (see :class:`~ragframe.HighlightConfig`).
+    """Parameters of :func:`fetch`; the highlighter's defaults are Fess's settings (see
+    :class:`~ragframe.HighlightConfig`).
 
     Args:
         fulltext_threshold: documents longer than this (characters) are highlighted,

@@ -18,6 +18,7 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
+from ragframe.fetch._analysis import java_lower
 from ragframe.fetch._boundary import SCHEMA as BOUNDARY_SCHEMA
 from ragframe.fetch._boundary import boundary_kernel
 from ragframe.fetch._config import HighlightConfig
@@ -126,7 +127,7 @@ def fvh_passages(
     match (a superset of the matches; :func:`ragframe.fetch._passages.document_candidates`).
     """
     tokens = candidates.select(
-        c.DOC_ID, pl.col(c.T_RUN).str.to_lowercase().alias(c.T_TOKEN), c.START, c.END
+        c.DOC_ID, java_lower(pl.col(c.T_RUN)).alias(c.T_TOKEN), c.START, c.END
     )
     found = terms.join(tokens, left_on=[c.DOC_ID, c.T_TERM], right_on=[c.DOC_ID, c.T_TOKEN])
     matches = found.select(c.T_PAIR, c.START, c.END, c.T_TERM_CODE)

@@ -7,8 +7,10 @@ once however many queries ask for it:
   (``SimpleFragListBuilder``, ``ScoreOrderFragmentsBuilder``, ``SimpleBoundaryScanner``).
   Rules, per pair:
 
-  1. Query terms are the distinct lower-cased word tokens of the query; matches are the
-     document's word tokens equal to a term (rules in :mod:`ragframe.fetch._analysis`).
+  1. Query terms are the distinct lower-cased tokens of the query; matches are the
+     document's tokens equal to a term (Lucene's ``StandardTokenizer``, UAX #29, see
+     :mod:`ragframe.fetch._tokenize`; lower-cased per code point as Java does, see
+     :mod:`ragframe.fetch._analysis`).
      Only the first ``max_matches`` matches in text order are considered (the phrase
      limit: 256 by default, OpenSearch's ``phrase_limit``; Lucene's own is unlimited).
   2. Fragments (Lucene's ``BaseFragListBuilder`` with margin 6): walk matches in order,
@@ -18,19 +20,20 @@ once however many queries ask for it:
      whose end is ``<= span_end`` join it. With ``match_len = last.end - first.start``
      the fragment is re-centred: ``start = max(first.start - max(0, (fragment_size -
      match_len) // 2), start_offset)``, ``end = start + max(match_len, fragment_size)``,
-     and ``start_offset = end``. Its score is, by default (``scoring="terms"``), its
-     number of distinct query terms plus ``matches / (max_matches + 1)`` (distinct
-     terms first, then matches), so that a frequent term cannot crowd a rarer one out
-     of the chosen fragments; or, with ``scoring="matches"``, its number of matches
-     (Lucene's ``SimpleFieldFragList``, what Fess's search engine does).
+     and ``start_offset = end``. Its score is, by default (``scoring="matches"``), its
+     number of matches (Lucene's ``SimpleFieldFragList``, what Fess's search engine
+     does); or, opt-in ``scoring="terms"``, its number of distinct query terms plus
+     ``matches / (max_matches + 1)`` (distinct terms first, then matches), so that a
+     frequent term cannot crowd a rarer one out of the chosen fragments.
   3. The ``number_of_fragments`` best fragments by score are kept (ties: earlier first),
      ordered by score (``order="score"``, Fess) or by position (``order="offset"``).
   4. Edges move to boundary characters (``SimpleBoundaryScanner``): the start moves left
      to just after the nearest boundary character among the ``boundary_max_scan``
      characters before it, or to 0 when the scan reaches the start of the text, else
      stays; the end moves right onto the nearest boundary character among the
-     ``boundary_max_scan`` characters from it, else stays; an end past the text is the
-     text's end.
+     ``boundary_max_scan`` characters from it, or to the end of the text when the scan
+     reaches it (Lucene scans the text followed by a space), else stays; an end past
+     the text is the text's end.
 * ``"unified"``: sentence-bounded, BM25-scored passages (Lucene ``UnifiedHighlighter``
   style, ``PassageScorer`` with k1=1.2, b=0.75, pivot=87). See :mod:`ragframe.fetch._unified`.
 
@@ -38,6 +41,8 @@ Both: the chosen passages are joined with ``"..."`` and ``"..."`` is appended un
 text ends (ASCII whitespace aside) with ``. ! ?`` or the CJK ``U+3002 U+FF01 U+FF1F``.
 No match gives null (no-match size 0). Offsets and lengths are Unicode code points
 (Lucene counts UTF-16 units; they agree on text without characters outside the BMP).
+The token classes come from a newer Unicode database than Lucene 8.7's (Unicode 9):
+characters assigned or re-classified since may tokenize differently.
 """
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ from ragframe.fetch._analysis import (
     ASCII_SPACE,
     ELLIPSIS,
     SENTENCE_TERMINATORS,
-    TOKEN_RUST,
+    java_lower,
     rust_char_class,
 )
 from ragframe.fetch._config import HighlightConfig
 from ragframe.fetch._terms import candidate_schema, candidate_tokens
-from ragframe.fetch._tokenize import run_schema, tokenize
+from ragframe.fetch._tokenize import run_schema, text_tokens, tokenize
 
 
 def needed_documents(work: pl.LazyFrame, documents: pl.LazyFrame) -> pl.LazyFrame:
@@ -54,19 +54,31 @@ def document_candidates(docs: pl.LazyFrame, terms: pl.LazyFrame) -> pl.LazyFrame
     return frame.map_batches(candidate_tokens, schema=candidate_schema(id_type))
 
 
+def _query_tokens(work: pl.DataFrame) -> pl.DataFrame:
+    """``__rf_pair, doc_id, __rf_term``: every token of every query, in order."""
+    row, text = text_tokens(work[c.QUERY])
+    return pl.DataFrame(
+        {
+            c.T_PAIR: work[c.T_PAIR].gather(row),
+            c.DOC_ID: work[c.DOC_ID].gather(row),
+            c.T_TERM: text,
+        }
+    )
+
+
 def pair_terms(work: pl.LazyFrame) -> pl.LazyFrame:
     """``__rf_pair, doc_id, __rf_term, __rf_term_code``: the distinct lower-cased query
-    terms per pair, numbered from 0 within the pair."""
-    terms = (
-        pl.col(c.QUERY)
-        .str.extract_all(TOKEN_RUST)
-        .list.eval(pl.element().str.to_lowercase())
-        .list.unique()
+    tokens per pair (the same tokenizer as the documents'), numbered from 0 within the
+    pair in order of first appearance."""
+    schema = work.collect_schema()
+    frame = work.select(c.T_PAIR, c.DOC_ID, c.QUERY).map_batches(
+        _query_tokens,
+        schema={c.T_PAIR: schema[c.T_PAIR], c.DOC_ID: schema[c.DOC_ID], c.T_TERM: pl.String()},
     )
-    frame = work.select(c.T_PAIR, c.DOC_ID, terms.alias(c.T_TERM))
-    code = pl.int_ranges(pl.col(c.T_TERM).list.len(), dtype=pl.Int64)
-    frame = frame.with_columns(code.alias(c.T_TERM_CODE)).explode(c.T_TERM, c.T_TERM_CODE)
-    return frame.drop_nulls(c.T_TERM)
+    frame = frame.with_columns(java_lower(pl.col(c.T_TERM)))
+    frame = frame.unique(subset=[c.T_PAIR, c.T_TERM], keep="first", maintain_order=True)
+    code = pl.int_range(pl.len(), dtype=pl.Int64).over(c.T_PAIR)
+    return frame.with_columns(code.alias(c.T_TERM_CODE))
 
 
 def pair_matches(terms: pl.LazyFrame, tokens: pl.LazyFrame, max_matches: int) -> pl.LazyFrame:

@@ -4,7 +4,7 @@ text), its content, and the request order kept; requests whose document is missi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import polars as pl
 
@@ -14,7 +14,7 @@ from ragframe.fetch._analysis import ASCII_SPACE, BLANK_CHARS
 from ragframe.fetch._config import FetchConfig
 from ragframe.fetch._highlight import check_highlight_inputs, doc_id_type, passages_per_pair
 
-Strategy = Literal["full", "highlight", "truncated_fallback"]
+Strategy = Literal["full", "highlight", "truncated_fallback", "missing"]
 
 _NUMBER = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 
@@ -58,21 +58,26 @@ def _planned(threshold: int) -> pl.Expr:
     query = pl.col(c.QUERY)
     blank = query.is_null() | (query.str.strip_chars(BLANK_CHARS).str.len_chars() == 0)
     big = pl.col(c.T_CONTENT_LENGTH).is_not_null() & (pl.col(c.T_CONTENT_LENGTH) > threshold)
-    return ~blank & big
+    return pl.col(c.T_FOUND).is_not_null() & ~blank & big
 
 
 def _content_and_strategy(threshold: int) -> list[pl.Expr]:
+    missing = pl.col(c.T_FOUND).is_null()
     full = ~pl.col(c.T_PLANNED)
     found = pl.col(c.HIGHLIGHT).is_not_null()
     content = (
-        pl.when(full)
+        pl.when(missing)
+        .then(pl.lit(None, pl.String))
+        .when(full)
         .then(pl.col(c.CONTENT))
         .when(found)
         .then(pl.col(c.HIGHLIGHT))
         .otherwise(pl.col(c.CONTENT).str.slice(0, threshold))
     )
     strategy = (
-        pl.when(full)
+        pl.when(missing)
+        .then(pl.lit(c.MISSING))
+        .when(full)
         .then(pl.lit(c.FULL))
         .when(found)
         .then(pl.lit(c.HIGHLIGHTED))
@@ -81,21 +86,54 @@ def _content_and_strategy(threshold: int) -> list[pl.Expr]:
     return [content.alias(c.CONTENT), strategy.alias(c.STRATEGY)]
 
 
-def _prepare(
-    requests: c.Frame, documents: c.Frame
-) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.DataType, pl.Schema]:
+def request_key(schema: pl.Schema) -> str:
+    """The requests' document column: ``doc_id``, else its alias ``entity_id`` (the
+    name postprocess writes), so that postprocess output chains into fetch as it is."""
+    if c.DOC_ID not in schema and c.ENTITY_ID in schema:
+        return c.ENTITY_ID
+    c.require_columns(schema, [c.DOC_ID], "requests")
+    return c.DOC_ID
+
+
+class _Inputs(NamedTuple):
+    requests: pl.LazyFrame
+    """Ordered, the document column named ``doc_id``."""
+    documents: pl.LazyFrame
+    """Deduplicated, ``__rf_found`` added."""
+    id_type: pl.DataType
+    key: str
+    """The requests' own name for the document column."""
+    extra: list[str]
+    """The columns passed through: the requests' own, then the documents'."""
+    doc_schema: pl.Schema
+
+
+def _prepare(requests: c.Frame, documents: c.Frame) -> _Inputs:
     """Check the inputs; return ordered requests, deduplicated documents, the doc_id
-    type and the documents' schema."""
+    type, the requests' key name and the columns passed through."""
     req, docs = c.to_lazy(requests, "requests"), c.to_lazy(documents, "documents")
     req_schema, doc_schema = req.collect_schema(), docs.collect_schema()
     c.require_columns(req_schema, [c.QUERY_ID], "requests")
+    key = request_key(req_schema)
+    if key != c.DOC_ID:
+        req = req.rename({key: c.DOC_ID})
+        req_schema = req.collect_schema()
     id_type = check_highlight_inputs(req_schema, doc_schema, "requests")
+    req = req.drop([n for n in (c.CONTENT, c.STRATEGY, c.HIGHLIGHT) if n in req_schema])
     req = _with_order(req.with_columns(checked(c.DOC_ID, id_type, "requests")), req_schema)
     docs = docs.with_columns(
         checked(c.DOC_ID, id_type, "documents"), pl.col(c.CONTENT).fill_null("")
     )
     docs = docs.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
-    return req, docs, id_type, doc_schema
+    docs = docs.with_columns(pl.lit(True).alias(c.T_FOUND))
+    taken = {*_HEAD, c.QUERY, c.HIGHLIGHT, key}
+    own = [n for n in req_schema if n not in taken and not n.startswith(c.TMP)]
+    extra = own + [n for n in doc_schema if n not in {*taken, *own} and not n.startswith(c.TMP)]
+    docs = docs.select(c.DOC_ID, *extra[len(own) :], c.CONTENT, c.T_FOUND)
+    return _Inputs(req, docs, id_type, key, extra, doc_schema)
+
+
+_HEAD = (c.QUERY_ID, c.DOC_ID, c.RANK, c.CONTENT, c.STRATEGY)
 
 
 def fetch(
@@ -116,14 +154,20 @@ def fetch(
     in characters (code points). Rows keep each query's request order (by ``rank``,
     then row order; queries in order of first appearance); duplicates are kept.
 
-    Requested documents missing from ``documents`` have no row here: list them with
-    :func:`missing_documents` (the CLI reports their count and ids).
+    Every request has a row: one whose document is not in ``documents`` (or whose
+    ``doc_id`` is null) has strategy ``missing`` and null content, in its place;
+    :func:`missing_documents` lists them (the CLI reports their count and ids).
 
-    Needs ``requests``: ``query_id``, ``query`` (string), ``doc_id`` (int or string),
-    optional ``rank``; ``documents``: ``doc_id``, ``content`` (string), other columns
-    pass through (the first row of a repeated ``doc_id`` wins); ``sizes``: ``doc_id``,
-    ``content_length``. Output: ``query_id, doc_id, rank, content, strategy`` and the
-    documents' other columns (except ones named like an output column).
+    Needs ``requests``: ``query_id``, ``query`` (string), ``doc_id`` (int or string;
+    or its alias ``entity_id``, as postprocess writes it), optional ``rank``; any other
+    columns (``block_rank``, scores, ``text``, ...) pass through; ``documents``:
+    ``doc_id``, ``content`` (string), other columns pass through (the first row of a
+    repeated ``doc_id`` wins); ``sizes``: ``doc_id``, ``content_length``. Output:
+    ``query_id, doc_id, rank, content, strategy`` (``entity_id`` in place of ``doc_id``
+    when the requests call it so: the requests' own name is kept, so postprocess output
+    chains in and out without renames), then the requests' other columns except
+    ``query`` (request columns named ``content``, ``strategy`` or ``highlight`` are
+    replaced), then the documents' other columns not already there.
 
     Args:
         requests: the documents chosen for each query's context.
@@ -133,7 +177,7 @@ def fetch(
         sizes: ``content_length`` per ``doc_id`` from the search phase.
 
     Returns:
-        A LazyFrame, one row per request whose document exists.
+        A LazyFrame, one row per request.
 
     Raises:
         ConfigError: ``config`` is neither a config nor a mapping of its fields.
@@ -149,9 +193,10 @@ def fetch(
         ['highlight', 'full']
     """
     cfg = as_config(config, FetchConfig)
-    req, docs, id_type, doc_schema = _prepare(requests, documents)
-    lengths = _lengths(docs, sizes, id_type, doc_schema)
-    pairs = req.join(docs, on=c.DOC_ID, how="inner", maintain_order="left")
+    inputs = _prepare(requests, documents)
+    req, docs = inputs.requests, inputs.documents
+    lengths = _lengths(docs, sizes, inputs.id_type, inputs.doc_schema)
+    pairs = req.join(docs, on=c.DOC_ID, how="left", maintain_order="left")
     pairs = pairs.join(lengths, on=c.DOC_ID, how="left", maintain_order="left")
     pairs = pairs.with_columns(_planned(cfg.fulltext_threshold).alias(c.T_PLANNED))
     work = pairs.filter(c.T_PLANNED).select(c.QUERY, c.DOC_ID)
@@ -161,10 +206,8 @@ def fetch(
     pairs = pairs.join(found, on=[c.QUERY, c.DOC_ID], how="left", maintain_order="left")
     pairs = pairs.with_columns(_content_and_strategy(cfg.fulltext_threshold))
     pairs = pairs.sort([c.T_FIRST_ROW, c.RANK, c.T_ROW], nulls_last=True)
-    head = [c.QUERY_ID, c.DOC_ID, c.RANK, c.CONTENT, c.STRATEGY]
-    taken = {*head, c.QUERY, c.HIGHLIGHT}
-    extra = [n for n in doc_schema if n not in taken and not n.startswith(c.TMP)]
-    return pairs.select(*head, *extra)
+    out = pairs.select(*_HEAD, *inputs.extra)
+    return out.rename({c.DOC_ID: inputs.key}) if inputs.key != c.DOC_ID else out
 
 
 def missing_documents(requests: c.Frame, documents: c.Frame) -> pl.LazyFrame:
@@ -182,8 +225,8 @@ def missing_documents(requests: c.Frame, documents: c.Frame) -> pl.LazyFrame:
         >>> missing_documents(reqs, docs).collect()["doc_id"].to_list()
         [9]
     """
-    req, docs, _, _ = _prepare(requests, documents)
+    inputs = _prepare(requests, documents)
+    req, docs = inputs.requests, inputs.documents
     gone = req.join(docs.select(c.DOC_ID), on=c.DOC_ID, how="anti", maintain_order="left")
-    return gone.sort([c.T_FIRST_ROW, c.RANK, c.T_ROW], nulls_last=True).select(
-        c.QUERY_ID, c.DOC_ID, c.RANK
-    )
+    gone = gone.sort([c.T_FIRST_ROW, c.RANK, c.T_ROW], nulls_last=True)
+    return gone.select(c.QUERY_ID, pl.col(c.DOC_ID).alias(inputs.key), c.RANK)

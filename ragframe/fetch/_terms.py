@@ -2,11 +2,12 @@
 
 Why: turning every token of every document into a string (and lower-casing and joining
 it) was the dominant cost of highlighting, yet only a few tokens per document can equal
-one of the terms its queries ask for. This kernel finds the word tokens of the whole
-content buffer with a few whole-array numpy passes and keeps only the *candidates*:
+one of the terms its queries ask for. This kernel finds the tokens of the whole
+content buffer (:func:`ragframe.fetch._tokenize.token_bytes`, whole-array numpy passes)
+and keeps only the *candidates*:
 
-* every token holding a non-ASCII character (Unicode lower-casing can change its length
-  or map it onto an ASCII term, e.g. the Kelvin sign), and
+* every token holding a non-ASCII character (lower-casing can map it onto an ASCII term,
+  e.g. the Kelvin sign or the dotted capital I), and
 * every ASCII token whose key, ``(document, byte length, first 8 bytes ASCII-lowered)``,
   hashes into a slot of a table filled with the same keys of the document's ASCII
   terms.
@@ -26,20 +27,13 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._arrow import Buffer, content_buffer, strings
-from ragframe.fetch._tokenize import (
-    IDEOGRAPH,
-    NON_WORD,
-    Ints,
-    char_width,
-    chars,
-    classes,
-    code_points,
-)
+from ragframe._arrow import content_buffer, strings
+from ragframe.fetch._tokenize import Ints, chars, token_bytes
 
 _U64 = npt.NDArray[np.uint64]
 _FOLD = np.uint64(0x2020202020202020)
-"""OR-ing 0x20 folds ASCII case and is one-to-one on ASCII word bytes (``_`` -> DEL)."""
+"""OR-ing 0x20 folds ASCII case (other ASCII token bytes: ``' . , : ;`` and digits keep
+their value, ``_`` becomes DEL): equal-ignoring-case tokens get equal keys."""
 _MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [2**64 - 1], dtype=np.uint64)
 """``_MASKS[n]`` keeps the first ``n`` bytes of a little-endian 8-byte word."""
 _MUL = np.uint64(0x9E3779B97F4A7C15)
@@ -47,52 +41,6 @@ _MUL_LEN = np.uint64(0xC2B2AE3D27D4EB4F)
 _DOC_SHIFT = 24
 BLOCK_BYTES = 1 << 21
 """Keys mix ``doc << 24 | length``: lengths of 2**24 bytes or more may collide (safe)."""
-
-
-def _split(starts: Ints, ends: Ints, cuts: Ints) -> tuple[Ints, Ints]:
-    """Split the runs ``starts[i]:ends[i]`` at the sorted, distinct byte ``cuts``."""
-    run = np.maximum(np.searchsorted(starts, cuts, side="right") - 1, 0)
-    cuts = cuts[(cuts > starts[run]) & (cuts < ends[run])] if starts.size else cuts[:0]
-    if not cuts.size:
-        return starts, ends
-    starts = np.insert(starts, np.searchsorted(starts, cuts), cuts)
-    ends = np.insert(ends, np.searchsorted(ends, cuts), cuts)
-    return starts, ends
-
-
-def _word_flags(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
-    """Whether each byte is ``[0-9A-Za-z_]``, with a False byte before and after."""
-    flags = np.zeros(data.size + 2, dtype=bool)
-    word = flags[1:-1]
-    scratch = data | np.uint8(0x20)
-    scratch -= np.uint8(ord("a"))
-    np.less(scratch, 26, out=word)
-    np.subtract(data, np.uint8(ord("0")), out=scratch)
-    word |= scratch < 10
-    word |= data == ord("_")
-    return flags
-
-
-def word_tokens(buf: Buffer) -> tuple[Ints, Ints]:
-    """Byte start and end (exclusive) of every word token of every document.
-
-    ASCII bytes are classified by whole-buffer arithmetic; the few multi-byte characters
-    are decoded and classified apart. Word runs come from one comparison of neighbours;
-    they are then cut at document edges and around each ideograph (one token per
-    character).
-    """
-    data = buf.data
-    flags = _word_flags(data)
-    cuts = np.unique(buf.doc_bytes[1:-1])
-    if buf.lead.size:
-        kind = classes()[code_points(data, buf.lead)]
-        flags[buf.lead + 1] = kind != NON_WORD
-        owner = buf.lead[np.searchsorted(buf.lead, buf.cont_at, side="right") - 1]
-        flags[buf.cont_at + 1] = flags[owner + 1]
-        ideo = buf.lead[kind == IDEOGRAPH]
-        cuts = np.union1d(cuts, np.concatenate([ideo, ideo + char_width(data[ideo])]))
-    edges = np.flatnonzero(np.not_equal(flags[1:], flags[:-1]))  # alternate start, end
-    return _split(edges[0::2], edges[1::2], cuts.astype(np.int64))
 
 
 def _keys(data: npt.NDArray[np.uint8], starts: Ints, lengths: Ints, mix: _U64) -> _U64:
@@ -142,7 +90,7 @@ def _block_candidates(
 ) -> pl.DataFrame:
     """:func:`candidate_tokens` of the rows ``first, first + 1, ...`` of the frame."""
     buf = content_buffer(docs[c.CONTENT])
-    starts, ends = word_tokens(buf)
+    starts, ends = token_bytes(buf)
     lengths = ends - starts
     counts = np.diff(np.searchsorted(starts, buf.doc_bytes))
     slot = _keys(buf.data, starts, lengths, _doc_mix(counts, first))

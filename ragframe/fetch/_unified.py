@@ -22,7 +22,7 @@ from __future__ import annotations
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.fetch._analysis import ASCII_SPACE, SENTENCE_END_RUST
+from ragframe.fetch._analysis import ASCII_SPACE, SENTENCE_END_RUST, java_lower
 from ragframe.fetch._config import HighlightConfig
 from ragframe.fetch._passages import pair_matches, top_passages
 
@@ -89,7 +89,7 @@ def unified_passages(
     pieces = _with_pieces(runs, config.fragment_size)
     tokens = pieces.filter(c.T_IS_WORD).select(
         c.DOC_ID,
-        pl.col(c.T_RUN).str.to_lowercase().alias(c.T_TOKEN),
+        java_lower(pl.col(c.T_RUN)).alias(c.T_TOKEN),
         c.START,
         c.T_SENTENCE,
         c.T_PIECE,

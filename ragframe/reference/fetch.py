@@ -19,12 +19,13 @@ import polars as pl
 
 from ragframe.reference._analysis import (
     ASCII_SPACE,
-    RUN,
     SENTENCE_END,
-    TOKEN,
     finish_highlight,
     is_blank,
+    java_lower,
     query_terms,
+    runs,
+    tokens,
 )
 
 DEFAULTS = SimpleNamespace(
@@ -33,7 +34,7 @@ DEFAULTS = SimpleNamespace(
     number_of_fragments=5,
     highlighter="fvh",
     order="score",
-    scoring="terms",
+    scoring="matches",
     boundary_chars="\t\n\x13 ",
     boundary_max_scan=20,
     max_matches=256,
@@ -53,22 +54,22 @@ _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 def find_matches(content: str, terms: list[str], limit: int) -> list[Match]:
     """The first ``limit`` tokens of ``content`` equal to a term: (term, start, end)."""
     wanted, found = set(terms), []
-    for m in TOKEN.finditer(content):
-        token = m.group().lower()
+    for start, end in tokens(content):
+        token = java_lower(content[start:end])
         if token in wanted:
-            found.append((token, m.start(), m.end()))
+            found.append((token, start, end))
             if len(found) == limit:
                 break
     return found
 
 
 def fvh_fragments(
-    matches: list[Match], size: int, scoring: str = "terms", cap: int = 256
+    matches: list[Match], size: int, scoring: str = "matches", cap: int = 256
 ) -> list[Span]:
     """Lucene ``BaseFragListBuilder.createFieldFragList`` (margin 6).
 
-    Score: the fragment's distinct terms plus ``matches / (cap + 1)`` (``"terms"``),
-    or its matches (``"matches"``).
+    Score: the fragment's matches (``"matches"``, Lucene's), or its distinct terms plus
+    ``matches / (cap + 1)`` (``"terms"``).
     """
     fragments: list[Span] = []
     offset, i = 0, 0
@@ -105,12 +106,14 @@ def boundary_start(text: str, start: int, chars: str, max_scan: int) -> int:
 
 
 def boundary_end(text: str, end: int, chars: str, max_scan: int) -> int:
-    """Lucene ``SimpleBoundaryScanner.findEndOffset``; an end past the text is its end."""
+    """Lucene ``SimpleBoundaryScanner.findEndOffset`` over the text followed by a space
+    (Lucene's multi-value separator, a boundary character): a scan that reaches the end
+    of the text stops there; an end past the text is its end."""
     if end >= len(text):
         return len(text)
     offset, count = end, max_scan
-    while offset < len(text) and count > 0:
-        if text[offset] in chars:
+    while count > 0:
+        if offset == len(text) or text[offset] in chars:
             return offset
         offset, count = offset + 1, count - 1
     return end
@@ -120,14 +123,14 @@ def sentence_passages(content: str, size: int) -> list[tuple[int, int]]:
     """Spans of the ``unified`` mode's passages (sentence pieces, trimmed)."""
     spans: dict[tuple[int, int], list[int]] = {}
     sentence, sentence_start = 0, -1
-    for m in RUN.finditer(content):
-        run, word = m.group(), TOKEN.match(m.group()) is not None
+    for start, end, word in runs(content):
+        run = content[start:end]
         if sentence_start < 0:
-            sentence_start = m.start()
-        key = (sentence, (m.start() - sentence_start) // size)
+            sentence_start = start
+        key = (sentence, (start - sentence_start) // size)
         lead = 0 if word else len(run) - len(run.lstrip(ASCII_SPACE))
         trail = 0 if word else len(run) - len(run.rstrip(ASCII_SPACE))
-        spans.setdefault(key, [m.start() + lead, 0])[1] = m.end() - trail
+        spans.setdefault(key, [start + lead, 0])[1] = end - trail
         if not word and SENTENCE_END.search(run):
             sentence, sentence_start = sentence + 1, -1
     return [(start, end) for start, end in spans.values()]
@@ -241,6 +244,12 @@ def _requests(requests: pl.DataFrame) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["_order"])
 
 
+def _request_key(requests: pl.DataFrame) -> str:
+    """``doc_id``, or its alias ``entity_id`` when only that is there."""
+    names = requests.columns
+    return "entity_id" if "doc_id" not in names and "entity_id" in names else "doc_id"
+
+
 def reference_fetch(
     requests: pl.DataFrame,
     documents: pl.DataFrame,
@@ -250,27 +259,33 @@ def reference_fetch(
 ) -> pl.DataFrame:
     """:func:`ragframe.fetch`, one pair at a time (rows as dicts, then a DataFrame)."""
     cfg, docs = config or DEFAULTS, _documents(documents)
+    key = _request_key(requests)
     known: dict[Any, float | None] = {}
     if sizes is not None:
         for row in sizes.iter_rows(named=True):
             known.setdefault(row["doc_id"], parse_length(row["content_length"]))
+    own = [n for n in requests.columns if n not in (*_TAKEN, key)]
+    doc_extra = [n for n in documents.columns if n not in (*_TAKEN, *own)]
     out = []
     for row in _requests(requests):
-        doc = docs.get(row["doc_id"]) if row["doc_id"] is not None else None
+        doc_id = row[key]
+        doc = docs.get(doc_id) if doc_id is not None else None
+        text: str | None
         if doc is None:
-            continue
-        content = doc["content"] or ""
-        length = float(len(content)) if sizes is None else known.get(row["doc_id"])
-        text, strategy = fetch_pair(row["query"], content, length, cfg)
-        extra = {k: v for k, v in doc.items() if k not in _TAKEN}
+            text, strategy = None, "missing"
+        else:
+            content = doc["content"] or ""
+            length = float(len(content)) if sizes is None else known.get(doc_id)
+            text, strategy = fetch_pair(row["query"], content, length, cfg)
         out.append(
             {
                 "query_id": row["query_id"],
-                "doc_id": row["doc_id"],
+                key: doc_id,
                 "rank": row["rank"],
                 "content": text,
                 "strategy": strategy,
-                **extra,
+                **{n: row[n] for n in own},
+                **{n: doc.get(n) if doc else None for n in doc_extra},
             }
         )
     return pl.DataFrame(out)
