@@ -21,73 +21,69 @@ With R the number of relevant judged documents (gain > 0):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from ragframe import schema as c
 from ragframe.evaluate._lists import ideal_dcg, relevant_counts
 
+_GROUP_SPAN = 2**32
+"""Larger than any character offset: a group's number times this, plus an offset, keeps
+offsets of different groups apart in one running maximum."""
 
-def _covered(spans: pl.LazyFrame, group: list[str]) -> pl.LazyFrame:
-    """Per ``group``, the length of the union of its ``[start_char, end_char)`` spans."""
+
+def _covered(spans: pl.LazyFrame, group: list[str], key: list[str]) -> pl.LazyFrame:
+    """Per ``key`` (a prefix of ``group``), the summed lengths of the unions of the
+    ``[start_char, end_char)`` spans of each ``group``.
+
+    No window: rows sorted by (group, start); a running maximum of the end over all rows,
+    each group's ends lifted by its number times :data:`_GROUP_SPAN`, is the furthest end
+    among the group's earlier spans."""
     start, end = pl.col(c.START_CHAR), pl.col(c.END_CHAR)
     ordered = spans.sort([*group, c.START_CHAR])
-    before = end.cum_max().shift(1).over(group)  # the furthest end among earlier spans
+    first = pl.any_horizontal([pl.col(g).ne_missing(pl.col(g).shift(1)) for g in group])
+    first = first.fill_null(True)
+    number = first.cast(pl.Int64).cum_sum()
+    lifted = number * _GROUP_SPAN + end
+    before = pl.when(first.not_()).then(lifted.cum_max().shift(1) - number * _GROUP_SPAN)
     new = (end - pl.max_horizontal(start, before.fill_null(start))).clip(lower_bound=0)
-    return ordered.group_by(group).agg(new.sum().alias(c.T_LENGTH))
+    return ordered.group_by(key).agg(new.sum().alias(c.T_LENGTH))
 
 
-def duplicate_chars(blocks: pl.LazyFrame, chunks: pl.LazyFrame) -> pl.LazyFrame:
-    """``query_id, duplicate_chars``: the characters blocks cover, less the characters
-    of their documents covered at all (each repeated character counts each repeat)."""
+def duplicate_chars(
+    blocks: pl.LazyFrame, chunks: pl.LazyFrame, by: Sequence[str] = ()
+) -> pl.LazyFrame:
+    """``*by, query_id, duplicate_chars``: the characters blocks cover, less the
+    characters of their documents covered at all (each repeat counts)."""
+    key = [*by, c.QUERY_ID]
     pieces = blocks.select(
-        c.QUERY_ID,
+        *key,
         c.BLOCK_RANK,
         pl.col(c.ENTITY_ID).alias(c.DOC_ID),
         pl.col(c.CHUNK_INDEXES).alias(c.CHUNK_INDEX),
     ).explode(c.CHUNK_INDEX)
     offsets = chunks.select(c.DOC_ID, c.CHUNK_INDEX, c.START_CHAR, c.END_CHAR)
     spans = pieces.join(offsets, on=[c.DOC_ID, c.CHUNK_INDEX], how="inner")
-    per_block = (
-        _covered(spans, [c.QUERY_ID, c.BLOCK_RANK])
-        .group_by(c.QUERY_ID)
-        .agg(pl.col(c.T_LENGTH).sum().alias(c.T_TOTAL))
-    )
-    per_doc = (
-        _covered(spans, [c.QUERY_ID, c.DOC_ID])
-        .group_by(c.QUERY_ID)
-        .agg(pl.col(c.T_LENGTH).sum().alias(c.T_CHARS))
-    )
-    both = per_block.join(per_doc, on=c.QUERY_ID, how="left")
-    return both.select(c.QUERY_ID, (pl.col(c.T_TOTAL) - pl.col(c.T_CHARS)).alias(c.DUPLICATE_CHARS))
+    per_block = _covered(spans, [*key, c.BLOCK_RANK], key).rename({c.T_LENGTH: c.T_TOTAL})
+    per_doc = _covered(spans, [*key, c.DOC_ID], key).rename({c.T_LENGTH: c.T_CHARS})
+    both = per_block.join(per_doc, on=key, how="left")
+    return both.select(*key, (pl.col(c.T_TOTAL) - pl.col(c.T_CHARS)).alias(c.DUPLICATE_CHARS))
 
 
-def context_metrics(
-    blocks: pl.LazyFrame,
-    qrels: pl.LazyFrame,
-    *,
-    max_blocks: int | None = None,
-    max_characters: int | None = None,
-    chunks: pl.LazyFrame | None = None,
-) -> pl.LazyFrame:
-    """The context metrics of every query with blocks or judgements (see the module
-    docstring). ``blocks`` as ``postprocess`` gives them; ``qrels`` with gains."""
-    judged = qrels.select(c.QUERY_ID, c.DOC_ID, c.GAIN, pl.lit(True).alias(c.JUDGED))
-    rows = (
-        blocks.select(c.QUERY_ID, c.BLOCK_RANK, c.ENTITY_ID, c.CHAR_COUNT, c.TRUNCATED)
-        .join(
-            judged, left_on=[c.QUERY_ID, c.ENTITY_ID], right_on=[c.QUERY_ID, c.DOC_ID], how="left"
-        )
-        .with_columns(pl.col(c.GAIN).fill_null(0.0), pl.col(c.JUDGED).fill_null(False))
-        .sort(c.QUERY_ID, c.BLOCK_RANK)
-    )
+def _per_query(rows: pl.LazyFrame, key: list[str]) -> pl.LazyFrame:
+    """The sums over each query's blocks (rows sorted by ``key`` and block rank)."""
     relevant = pl.col(c.GAIN) > 0
     chars = pl.col(c.CHAR_COUNT)
-    first = pl.struct(c.QUERY_ID, c.ENTITY_ID).is_first_distinct()
-    offset = (chars.cum_sum() - chars).over(c.QUERY_ID)
+    starts = pl.any_horizontal([pl.col(g).ne_missing(pl.col(g).shift(1)) for g in key])
+    starts = starts.fill_null(True)
+    running = chars.cum_sum() - chars  # characters before, over all rows: less the key's
+    offset = running - pl.when(starts).then(running).forward_fill()
+    first = pl.struct(*key, c.ENTITY_ID).is_first_distinct()
     discount = (pl.col(c.BLOCK_RANK) + 2).cast(pl.Float64).log(2)
-    per_query = (
+    return (
         rows.with_columns(first.alias(c.T_HEAD), offset.alias(c.T_POSITION))
-        .group_by(c.QUERY_ID)
+        .group_by(key)
         .agg(
             pl.len().cast(pl.Int64).alias(c.BLOCKS),
             chars.sum().cast(pl.Int64).alias(c.CHARS_USED),
@@ -100,24 +96,65 @@ def context_metrics(
             pl.col(c.TRUNCATED).sum().cast(pl.Int64).alias(c.TRUNCATED_BLOCKS),
         )
     )
-    counts = relevant_counts(qrels)
-    queries = pl.concat(
-        [counts.select(c.QUERY_ID), per_query.select(c.QUERY_ID)], how="vertical"
-    ).unique(maintain_order=True)
-    table = queries.join(counts, on=c.QUERY_ID, how="left").join(
-        per_query, on=c.QUERY_ID, how="left"
+
+
+def _budget(value: int | str | None) -> pl.Expr | None:
+    """A budget: a fixed number, a column of the budgets frame, or none."""
+    if value is None:
+        return None
+    return pl.col(value) if isinstance(value, str) else pl.lit(value, dtype=pl.Int64)
+
+
+def context_metrics(
+    blocks: pl.LazyFrame,
+    qrels: pl.LazyFrame,
+    *,
+    max_blocks: int | str | None = None,
+    max_characters: int | str | None = None,
+    chunks: pl.LazyFrame | None = None,
+    by: Sequence[str] = (),
+    budgets: pl.LazyFrame | None = None,
+) -> pl.LazyFrame:
+    """The context metrics of every query with blocks or judgements (see the module
+    docstring). ``blocks`` as ``postprocess`` gives them; ``qrels`` with gains.
+
+    ``by``: columns of ``blocks`` that tell apart several contexts of one query (a
+    sweep's configuration): every query of ``qrels`` is then reported for each value of
+    ``by`` in ``budgets``, a frame keyed by ``by`` whose columns the budgets may name
+    (``max_blocks="max_blocks"``)."""
+    key = [*by, c.QUERY_ID]
+    judged = qrels.select(c.QUERY_ID, c.DOC_ID, c.GAIN, pl.lit(True).alias(c.JUDGED))
+    rows = (
+        blocks.select(*key, c.BLOCK_RANK, c.ENTITY_ID, c.CHAR_COUNT, c.TRUNCATED)
+        .join(
+            judged, left_on=[c.QUERY_ID, c.ENTITY_ID], right_on=[c.QUERY_ID, c.DOC_ID], how="left"
+        )
+        .with_columns(pl.col(c.GAIN).fill_null(0.0), pl.col(c.JUDGED).fill_null(False))
+        .sort(*key, c.BLOCK_RANK)
     )
-    k = pl.lit(max_blocks, dtype=pl.Int64) if max_blocks else pl.col(c.BLOCKS).fill_null(0)
+    per_query = _per_query(rows, key)
+    counts = relevant_counts(qrels)
+    judged_queries = counts.select(c.QUERY_ID)
+    if by:
+        contexts = (budgets if budgets is not None else per_query).select(by).unique()
+        judged_queries = contexts.join(judged_queries, how="cross")
+    queries = pl.concat([judged_queries, per_query.select(key)], how="vertical").unique(
+        maintain_order=True
+    )
+    table = queries.join(counts, on=c.QUERY_ID, how="left").join(per_query, on=key, how="left")
+    if budgets is not None:
+        table = table.join(budgets, on=list(by), how="left")
+    blocks_cap, chars_cap = _budget(max_blocks), _budget(max_characters)
+    k = blocks_cap if blocks_cap is not None else pl.col(c.BLOCKS).fill_null(0)
     want = table.select(
-        c.QUERY_ID,
-        pl.min_horizontal(pl.col(c.N_RELEVANT).fill_null(0), k).alias(c.T_POSITION),
+        *key, pl.min_horizontal(pl.col(c.N_RELEVANT).fill_null(0), k).alias(c.T_POSITION)
     )
     ideal = want.join(ideal_dcg(qrels), on=[c.QUERY_ID, c.T_POSITION], how="left").select(
-        c.QUERY_ID, pl.col(c.T_BEST).fill_null(0.0)
+        *key, pl.col(c.T_BEST).fill_null(0.0)
     )
-    table = table.join(ideal, on=c.QUERY_ID, how="left")
+    table = table.join(ideal, on=key, how="left")
     if chunks is not None:
-        table = table.join(duplicate_chars(blocks, chunks), on=c.QUERY_ID, how="left")
+        table = table.join(duplicate_chars(blocks, chunks, by), on=key, how="left")
     r = pl.col(c.N_RELEVANT).fill_null(0)
     used = pl.col(c.CHARS_USED).fill_null(0)
     reached = pl.col(c.T_COUNT).fill_null(0).cast(pl.Float64)
@@ -125,16 +162,13 @@ def context_metrics(
     def ratio(value: pl.Expr, total: pl.Expr) -> pl.Expr:
         return pl.when(total > 0).then(value / total).otherwise(0.0)
 
+    none = pl.lit(None, dtype=pl.Float64)
     capped = (
-        ratio(reached, pl.min_horizontal(r, max_blocks).cast(pl.Float64))
-        if max_blocks
-        else pl.lit(None, dtype=pl.Float64)
+        ratio(reached, pl.min_horizontal(r, blocks_cap).cast(pl.Float64))
+        if blocks_cap is not None
+        else none
     )
-    budget = (
-        (used / max_characters).cast(pl.Float64)
-        if max_characters
-        else pl.lit(None, dtype=pl.Float64)
-    )
+    budget = (used / chars_cap).cast(pl.Float64) if chars_cap is not None else none
     duplicates = (
         pl.col(c.DUPLICATE_CHARS).fill_null(0).cast(pl.Int64)
         if chunks is not None
@@ -142,7 +176,7 @@ def context_metrics(
     )
     used_or_null = pl.when(used > 0).then(used.cast(pl.Float64))
     return table.select(
-        c.QUERY_ID,
+        *key,
         ratio(reached, r.cast(pl.Float64)).alias(c.CONTEXT_RECALL),
         capped.alias(c.CONTEXT_RECALL_CAPPED),
         ratio(pl.col(c.T_SIM).fill_null(0.0), pl.col(c.T_BEST)).alias(c.CONTEXT_NDCG),

@@ -74,7 +74,7 @@ def evaluate(
             ``duplicate_chars``.
 
     Returns:
-        A LazyFrame, one row per query: ``query_id, judged, n_relevant``, then the list
+        A LazyFrame, one row per query: ``query_id, n_relevant, judged``, then the list
         metrics and the context metrics asked for.
 
     Raises:
@@ -109,13 +109,7 @@ def evaluate(
         needed = [c.QUERY_ID, c.BLOCK_RANK, c.ENTITY_ID, c.CHAR_COUNT, c.TRUNCATED]
         c.require_columns(schema, needed, "blocks")
         aligned = _aligned(judged, schema[c.QUERY_ID], schema[c.ENTITY_ID])
-        store = None if chunks is None else c.to_lazy(chunks, "chunks")
-        if store is not None:
-            names = store.collect_schema()
-            if c.ENTITY_ID in names and c.DOC_ID not in names:
-                store = store.rename({c.ENTITY_ID: c.DOC_ID})
-            offsets = [c.DOC_ID, c.START_CHAR, c.END_CHAR]
-            c.require_columns(store.collect_schema(), offsets, "chunks")
+        store = None if chunks is None else _store(chunks)
         parts.append(
             context_metrics(
                 lf, aligned, max_blocks=max_blocks, max_characters=max_characters, chunks=store
@@ -134,14 +128,60 @@ def evaluate(
     )
     for part in parts:
         table_out = table_out.join(part, on=c.QUERY_ID, how="left")
-    fixed = (c.QUERY_ID, c.JUDGED, c.N_RELEVANT)
-    metrics = [n for n in table_out.collect_schema() if n not in fixed]
+    return scored(table_out, [c.QUERY_ID])
 
-    def scored(name: str) -> pl.Expr:  # judged without candidates: 0; unjudged: null
-        value = pl.col(name) if name in _NULLABLE else pl.col(name).fill_null(0)
-        return pl.when(pl.col(c.JUDGED)).then(value).alias(name)
 
-    return table_out.with_columns(scored(n) for n in metrics).sort(c.QUERY_ID)
+def scored(table: pl.LazyFrame, key: Sequence[str]) -> pl.LazyFrame:
+    """Every metric of ``table`` (``judged`` says which queries have judgements): a
+    judged query without candidates or blocks scores 0, an unjudged one null; rows
+    sorted by ``key``."""
+    fixed = (*key, c.JUDGED, c.N_RELEVANT)
+    metrics = [n for n in table.collect_schema() if n not in fixed]
+
+    def value(name: str) -> pl.Expr:
+        got = pl.col(name) if name in _NULLABLE else pl.col(name).fill_null(0)
+        return pl.when(pl.col(c.JUDGED)).then(got).alias(name)
+
+    return table.with_columns(value(n) for n in metrics).sort(key)
+
+
+def evaluate_contexts(
+    blocks: pl.LazyFrame, qrels: pl.DataFrame, settings: pl.DataFrame, chunks: Any
+) -> pl.DataFrame:
+    """The context metrics of many contexts of the same queries at once (a sweep's):
+    ``blocks`` has a ``config`` column, ``settings`` one row per config with its
+    ``max_blocks`` and ``max_characters``. Every judged query is reported for every
+    config, as :func:`evaluate` reports it."""
+    schema = blocks.collect_schema()
+    aligned = _aligned(qrels, schema[c.QUERY_ID], schema[c.ENTITY_ID])
+    by = [c.CONFIG]
+    budgets = settings.lazy().select(c.CONFIG, "max_blocks", "max_characters")
+    table = context_metrics(
+        blocks,
+        aligned,
+        max_blocks="max_blocks",
+        max_characters="max_characters",
+        chunks=None if chunks is None else _store(chunks),
+        by=by,
+        budgets=budgets,
+    )
+    counts = relevant_counts(aligned).with_columns(pl.lit(True).alias(c.JUDGED))
+    table = table.join(counts, on=c.QUERY_ID, how="left").with_columns(
+        pl.col(c.JUDGED).fill_null(False)
+    )
+    head = [c.CONFIG, c.QUERY_ID, c.N_RELEVANT, c.JUDGED]  # as evaluate orders them
+    ordered = table.select(*head, pl.exclude(head))
+    return scored(ordered, [c.CONFIG, c.QUERY_ID]).collect()
+
+
+def _store(chunks: Any) -> pl.LazyFrame:
+    """The chunk store's offsets, ``doc_id`` named so (``entity_id`` accepted)."""
+    store = c.to_lazy(chunks, "chunks")
+    names = store.collect_schema()
+    if c.ENTITY_ID in names and c.DOC_ID not in names:
+        store = store.rename({c.ENTITY_ID: c.DOC_ID})
+    c.require_columns(store.collect_schema(), [c.DOC_ID, c.START_CHAR, c.END_CHAR], "chunks")
+    return store
 
 
 _NULLABLE = {

@@ -22,13 +22,14 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe.errors import ConfigError
-from ragframe.evaluate._evaluate import evaluate
+from ragframe.evaluate._evaluate import evaluate_contexts
 from ragframe.evaluate._qrels import read_qrels
 from ragframe.evaluate._result import SweepResult, summarize_sweep
 from ragframe.postprocess import PostprocessConfig
 from ragframe.postprocess import _stages as stages
 
 Grid = Mapping[str, Sequence[Any]] | Sequence[PostprocessConfig]
+_BUDGETS = ("max_blocks", "max_characters")
 DEFAULT_METRICS = (
     c.CONTEXT_RECALL,
     c.CONTEXT_NDCG,
@@ -114,38 +115,34 @@ def sweep(
         if not isinstance(qrels, pl.DataFrame) or c.GAIN not in qrels.columns
         else qrels
     )
-    prepared = stages.prepare(candidates, chunks, configs[0])
     store = None if chunks is None else c.to_lazy(chunks, "chunks")
+    prepared: dict[tuple[Any, ...], stages.Prepared] = {}
     selected: dict[tuple[Any, ...], pl.DataFrame] = {}
     merged: dict[tuple[Any, ...], pl.DataFrame] = {}
-    plans = []
-    select_fields = stages.SELECT_FIELDS
-    for config in configs:
-        skey = _key(config, select_fields)
+    contexts = []
+    for number, config in enumerate(configs):  # per configuration (tens), never per row
+        pkey = _key(config, stages.PREPARE_FIELDS)
+        if pkey not in prepared:
+            prepared[pkey] = stages.prepare(candidates, chunks, config)
+        ready = prepared[pkey]
+        skey = pkey + _key(config, stages.SELECT_FIELDS)
         if skey not in selected:
-            selected[skey] = stages.select(prepared, config).collect()
-        mkey = skey + _key(config, _MERGE_FIELDS)
+            selected[skey] = stages.finish(ready, stages.select(ready, config)).collect()
+        mkey = skey + _key(config, stages.MERGE_FIELDS)
         if mkey not in merged:
-            merged[mkey] = stages.merge(prepared, selected[skey].lazy(), config).collect()
-        blocks = stages.budget(merged[mkey].lazy(), config, prepared.passthrough)
-        plans.append(
-            evaluate(
-                judged,
-                blocks=blocks,
-                max_blocks=config.max_blocks,
-                max_characters=config.max_characters,
-                chunks=store,
-            )
-        )
-    tables = pl.collect_all(plans)
+            merged[mkey] = stages.merge(ready, selected[skey].lazy(), config).collect()
+        blocks = stages.budget(merged[mkey].lazy(), config, ready.passthrough)
+        contexts.append(blocks.with_columns(pl.lit(number, dtype=pl.Int64).alias(c.CONFIG)))
     parameters = varied or ("top_k",)
     settings = pl.DataFrame(
-        [{c.CONFIG: i, **{p: getattr(x, p) for p in parameters}} for i, x in enumerate(configs)]
+        [
+            {c.CONFIG: i, **{p: getattr(x, p) for p in {*parameters, *_BUDGETS}}}
+            for i, x in enumerate(configs)
+        ]
     )
-    numbered = [
-        t.with_columns(pl.lit(i, dtype=pl.Int64).alias(c.CONFIG)) for i, t in enumerate(tables)
-    ]
-    per_query = settings.join(pl.concat(numbered, how="vertical"), on=c.CONFIG, how="inner")
+    everything = pl.concat(contexts, how="vertical")
+    per_query = evaluate_contexts(everything, judged, settings, store)
+    per_query = settings.select(c.CONFIG, *parameters).join(per_query, on=c.CONFIG)
     wanted = list(dict.fromkeys([metric, cost, *metrics]))
     missing = [m for m in wanted if m not in per_query.columns]
     if missing:
