@@ -66,3 +66,22 @@ def test_the_pareto_front_keeps_the_undominated() -> None:
     gain = np.array([0.5, 0.6, 0.4, 0.6, 0.6])
     cost = np.array([100.0, 200, 50, 250, 200])
     assert pareto_front(gain, cost).tolist() == [True, True, True, False, True]
+
+
+def test_the_column_wise_forms_agree_with_the_single_ones() -> None:
+    """One shared resampling for many columns: a NaN is left out of its column only,
+    the bootstrap is seeded, and the randomization test draws the same flips."""
+    from ragframe.evaluate._stats import bootstrap_cis, randomization_ps
+
+    rng = np.random.default_rng(4)
+    values = rng.random((40, 3))
+    values[::5, 1] = np.nan
+    low, high = bootstrap_cis(values, seed=2)
+    again = bootstrap_cis(values, seed=2)
+    assert (low == again[0]).all() and (high == again[1]).all()
+    means = np.nanmean(values, axis=0)
+    assert (low < means).all() and (means < high).all()
+    differences = rng.normal(0.2, 1.0, (30, 2))
+    differences[:, 1] = 0.0
+    p = randomization_ps(differences, seed=9)
+    assert p[0] == randomization_p(differences[:, 0], seed=9) and p[1] == 1.0

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
 from ragframe.errors import ConfigError
-from ragframe.evaluate._stats import bootstrap_ci, holm, pareto_front, randomization_p, t_test_p
+from ragframe.evaluate._stats import bootstrap_cis, holm, pareto_front, randomization_ps, t_test_p
 
 LOW, HIGH = "_low", "_high"
 """Suffixes of a metric's bootstrap interval columns in the summary."""
@@ -75,22 +76,40 @@ def summarize_sweep(
     """The summary table of :class:`SweepResult` from its per-query rows."""
     judged = per_query.filter(pl.col(c.JUDGED)).sort(c.CONFIG, c.QUERY_ID)
     configs = judged[c.CONFIG].unique(maintain_order=True).to_list()
-    values = {name: judged.select(c.CONFIG, pl.col(name).cast(pl.Float64)) for name in metrics}
-    base = judged.filter(pl.col(c.CONFIG) == baseline).select(c.QUERY_ID, pl.col(metric))
+    queries = judged.filter(pl.col(c.CONFIG) == configs[0])[c.QUERY_ID] if configs else None
+    shape = (len(configs), len(queries) if queries is not None else 0)
+    if judged.height != shape[0] * shape[1]:
+        raise ValueError("internal error: the sweep's configurations judge different queries")
+
+    def matrix(name: str) -> npt.NDArray[np.float64]:  # queries x configurations
+        values = judged[name].cast(pl.Float64).fill_null(np.nan).to_numpy()
+        return values.reshape(shape).T
+
+    def column_means(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        count = (~np.isnan(values)).sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            found: npt.NDArray[np.float64] = np.nansum(values, axis=0) / count
+        return found  # NaN where a column has no value
+
+    means = {name: column_means(matrix(name)) if shape[1] else None for name in metrics}
+    stacked = np.hstack([matrix(name) for name in metrics]) if shape[1] else np.zeros((0, 0))
+    low, high = bootstrap_cis(stacked, seed=seed)
+    target = matrix(metric)
+    differences = target - target[:, [configs.index(baseline)]]
+    differences = np.where(np.isnan(differences), 0.0, differences)
+    p_random = randomization_ps(differences, seed=seed)
     rows = []
-    for config in configs:  # per configuration (tens), never per query
-        row: dict[str, object] = {c.CONFIG: config}
-        mine = judged.filter(pl.col(c.CONFIG) == config)
-        row["judged"] = mine.height
-        for name in metrics:
-            array = values[name].filter(pl.col(c.CONFIG) == config)[name].drop_nulls().to_numpy()
-            row[name] = float(array.mean()) if len(array) else None
-            row[name + LOW], row[name + HIGH] = bootstrap_ci(array, seed=seed)
-        paired = mine.select(c.QUERY_ID, metric).join(base, on=c.QUERY_ID, suffix="_base")
-        diff = (paired[metric] - paired[metric + "_base"]).drop_nulls().to_numpy()
+    for i, config in enumerate(configs):  # per configuration (tens), never per query
+        row: dict[str, object] = {c.CONFIG: config, "judged": shape[1]}
+        for j, name in enumerate(metrics):
+            average = means[name]
+            value = None if average is None else float(average[i])
+            row[name] = None if value is None or np.isnan(value) else value
+            at = j * len(configs) + i
+            row[name + LOW], row[name + HIGH] = float(low[at]), float(high[at])
         compared = config != baseline
-        row[P_T] = t_test_p(diff) if compared else None
-        row[P_RANDOMIZATION] = randomization_p(diff, seed=seed) if compared else None
+        row[P_T] = t_test_p(differences[:, i]) if compared else None
+        row[P_RANDOMIZATION] = float(p_random[i]) if compared else None
         rows.append(row)
     table = pl.DataFrame(rows, infer_schema_length=None)
     for raw, corrected in ((P_T, P_HOLM), (P_RANDOMIZATION, P_RANDOMIZATION_HOLM)):

@@ -38,6 +38,48 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
+def bootstrap_cis(
+    values: F64, *, seed: int = 0, resamples: int = RESAMPLES, level: float = 0.95
+) -> tuple[F64, F64]:
+    """:func:`bootstrap_ci` of every column of ``values`` (queries x columns; NaN is a
+    missing value, left out of its column's means) at once, the same resampled queries
+    for every column (a paired bootstrap): each resample's query counts times the
+    values, as one matrix product."""
+    n, m = values.shape
+    if n == 0:
+        return np.full(m, np.nan), np.full(m, np.nan)
+    present = ~np.isnan(values)
+    filled, mask = np.where(present, values, 0.0), present.astype(np.float64)
+    rng = np.random.default_rng(seed)
+    means = np.empty((resamples, m))
+    for lo in range(0, resamples, _BLOCK):
+        b = min(lo + _BLOCK, resamples) - lo
+        picks = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
+        counts = np.bincount(picks.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means[lo : lo + b] = (counts @ filled) / (counts @ mask)
+    tail = (1 - level) / 2 * 100
+    with np.errstate(invalid="ignore"):
+        low, high = np.nanpercentile(means, [tail, 100 - tail], axis=0)
+    return low, high
+
+
+def randomization_ps(differences: F64, *, seed: int = 0, resamples: int = RESAMPLES) -> F64:
+    """:func:`randomization_p` of every column of ``differences`` (queries x columns,
+    no missing values) at once, the same sign flips for every column."""
+    n, m = differences.shape
+    observed = np.abs(differences.mean(axis=0)) if n else np.zeros(m)
+    rng = np.random.default_rng(seed)
+    extreme = np.zeros(m, dtype=np.int64)
+    for lo in range(0, resamples, _BLOCK):
+        b = min(lo + _BLOCK, resamples) - lo
+        signs = (rng.integers(0, 2, size=(b, n)) * 2 - 1).astype(np.float64)
+        flipped = np.abs(signs @ differences) / max(n, 1)
+        extreme += np.count_nonzero(flipped >= observed - 1e-12, axis=0)
+    p = (extreme + 1) / (resamples + 1)
+    return np.where(np.any(differences != 0, axis=0), p, 1.0)
+
+
 def randomization_p(differences: F64, *, seed: int = 0, resamples: int = RESAMPLES) -> float:
     """Two-sided paired randomization (sign-flip) test of mean difference 0:
     (extreme flips + 1) / (resamples + 1). 1.0 when every difference is 0."""
