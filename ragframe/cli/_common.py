@@ -7,7 +7,7 @@ import argparse
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import polars as pl
 
@@ -84,6 +84,20 @@ def check_output(path: str) -> None:
 def write(result: pl.DataFrame, path: str) -> None:
     """Write atomically; an unwritable target is a RagframeError, not a traceback."""
     io.write_table(result, path)
+
+
+def add_command(
+    sub: Any, name: str, summary: str, description: str, *, epilog: str | None = None
+) -> argparse.ArgumentParser:
+    """Declare the subcommand ``name`` (``summary`` in ``ragframe --help``; the
+    ``description`` and ``epilog`` of its own help, laid out as written)."""
+    return sub.add_parser(  # type: ignore[no-any-return]
+        name,
+        help=summary,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def add_output(parser: argparse.ArgumentParser) -> None:

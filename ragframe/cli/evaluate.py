@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ragframe import schema as c
-from ragframe.cli._common import add_output, collect, write
+from ragframe.cli._common import add_command, add_output, collect, write
 from ragframe.errors import ConfigError
 from ragframe.evaluate import evaluate, read_qrels, summarize
 from ragframe.io import scan_table
@@ -56,15 +56,15 @@ def _positive(text: str) -> int:
 
 def add_evaluate(sub: Any) -> None:
     """Declare ``ragframe evaluate``."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "evaluate",
-        help="measure context blocks (or a ranking) against relevance judgements",
-        description="Per query: list metrics of a ranking (nDCG@k, recall@k, P@k, hit@k, "
+        "measure context blocks (or a ranking) against relevance judgements",
+        "Per query: list metrics of a ranking (nDCG@k, recall@k, P@k, hit@k, "
         "MAP, MRR, as trec_eval computes them) and context metrics of postprocess blocks "
         "(context recall and nDCG, characters used, relevant and duplicate characters, "
         "the first relevant block); then their means over the judged queries.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("input", metavar="INPUT", help="blocks (postprocess output) or a ranking")
     p.add_argument("--qrels", required=True, metavar="QRELS", help="relevance judgements")

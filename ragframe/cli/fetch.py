@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from ragframe.cli._common import add_output, check_output, collect, write
+from ragframe.cli._common import add_command, add_output, check_output, collect, write
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.fetch import FetchConfig, fetch, missing_documents
 from ragframe.fetch._strategy import request_key
@@ -17,10 +17,11 @@ from ragframe.schema import MISSING, STRATEGIES
 
 
 def add_fetch(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "fetch",
-        help="full text for small documents, query-relevant passages for large ones",
-        description="Give each (query, document) request its LLM content (SPEC section 2).",
+        "full text for small documents, query-relevant passages for large ones",
+        "Give each (query, document) request its LLM content (SPEC section 2).",
     )
     p.add_argument(
         "requests", metavar="REQUESTS", help="query_id, query, doc_id (or entity_id) [, rank]"

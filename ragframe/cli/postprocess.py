@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.cli._common import add_output, check_output, collect, write
+from ragframe.cli._common import add_command, add_output, check_output, collect, write
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.io import scan_table
 from ragframe.postprocess import PostprocessConfig, missing_text_counts, postprocess
@@ -37,17 +37,17 @@ formats, by file extension: .parquet .pq, .arrow .ipc .feather, .csv,
 
 def add_postprocess(sub: Any) -> None:
     """Declare ``ragframe postprocess`` and its options (one per config field)."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "postprocess",
-        help="turn retrieved chunks into ranked, merged, budgeted context blocks",
-        description=(
+        "turn retrieved chunks into ranked, merged, budgeted context blocks",
+        (
             "Per query: rank candidates (rerank_score, else similarity), keep the top-k "
             "distinct chunks, drop those under the adaptive similarity threshold, merge "
             "nearby chunks of the same entity removing their overlap, then keep the best "
             "blocks within the block and character budgets."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("results", metavar="RESULTS", help="candidate chunks, one row per chunk")
     p.add_argument(

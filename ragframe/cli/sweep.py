@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ragframe import schema as c
-from ragframe.cli._common import collect, write
+from ragframe.cli._common import add_command, collect, write
 from ragframe.cli.evaluate import _gain
 from ragframe.errors import ConfigError, RagframeError
 from ragframe.evaluate._result import HIGH, LOW, P_HOLM, PARETO
@@ -46,16 +46,16 @@ def read_grid(path: str) -> dict[str, list[Any]]:
 
 def add_sweep(sub: Any) -> None:
     """Declare ``ragframe sweep``."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "sweep",
-        help="run and evaluate many postprocess settings over the same candidates",
-        description="Postprocess RESULTS with every combination of the grid's settings, "
+        "run and evaluate many postprocess settings over the same candidates",
+        "Postprocess RESULTS with every combination of the grid's settings, "
         "sharing each step among the settings it does not depend on, evaluate each "
         "against the judgements, and rank the settings by --metric with bootstrap "
         "intervals, paired tests against the baseline (Holm-corrected) and the Pareto "
         "front against the characters used.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("results", metavar="RESULTS", help="candidate chunks, one row per chunk")
     p.add_argument("--chunks", metavar="CHUNKS", help="chunk store (text and offsets)")

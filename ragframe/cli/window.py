@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from ragframe import io
-from ragframe.cli._common import add_output, check_output, collect, write
+from ragframe.cli._common import add_command, add_output, check_output, collect, write
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.schema import DOC_ID, TEXT, TRUNCATED
 from ragframe.window import WindowConfig, assemble, chunk, windows
@@ -22,10 +22,11 @@ def _add_window_options(parser: argparse.ArgumentParser) -> None:
 
 def add_window(sub: Any) -> None:
     """Declare ``ragframe window``."""
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "window",
-        help="cut documents made of sections into overlapping character windows",
-        description="Render each document's sections (title line, then text; sections "
+        "cut documents made of sections into overlapping character windows",
+        "Render each document's sections (title line, then text; sections "
         "joined by a blank line, in section_index order) and cut the result into "
         "windows of --window characters overlapping by --overlap. Input columns: "
         "doc_id, section_index, text, optional title. Output: doc_id, window_index, "
@@ -65,10 +66,11 @@ def run_window(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_chunk(sub: Any) -> None:
     """Declare ``ragframe chunk``."""
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "chunk",
-        help="cut raw documents into overlapping character chunks with offsets",
-        description="Cut each document's content into chunks of --window characters "
+        "cut raw documents into overlapping character chunks with offsets",
+        "Cut each document's content into chunks of --window characters "
         "overlapping by --overlap (the last chunk ends at the end of the content; "
         "empty documents have no chunks). Input columns: doc_id, content (others are "
         "dropped). Output: doc_id, chunk_index, start_char, end_char, text.",
