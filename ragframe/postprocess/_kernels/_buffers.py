@@ -14,7 +14,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from ragframe.postprocess._kernels._compile import I64, U8, inline
+from ragframe.postprocess._kernels._compile import I64, U8, internal
 
 
 @intrinsic
@@ -56,7 +56,7 @@ PREFETCH_AHEAD = 4
 """How many rows ahead the kernels prefetch texts."""
 
 
-@inline
+@internal
 def prefetch_text(address: I64, length: I64, row: int) -> None:
     """Prefetch the first 512 bytes of row ``row``'s text (nothing past the end)."""
     if row < len(address):
@@ -65,7 +65,7 @@ def prefetch_text(address: I64, length: I64, row: int) -> None:
             prefetch(start + offset)  # type: ignore[call-arg]
 
 
-@inline
+@internal
 def text_at(address: I64, length: I64, row: int) -> U8:
     """Row ``row``'s UTF-8 bytes, read in place from its Arrow buffer."""
     return nb.carray(pointer(address[row]), length[row])  # type: ignore[attr-defined,call-arg]

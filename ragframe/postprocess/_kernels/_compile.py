@@ -1,7 +1,13 @@
 """How the postprocess kernels are compiled, and where the compiled code is kept.
 
-Every kernel is compiled by numba with :data:`compiled` (cached on disk, GIL released)
-or inlined into its callers with :data:`inline`.
+The kernels Python calls are compiled by numba with :data:`compiled` (cached on disk,
+GIL released); the helpers they call with :data:`internal` (or :data:`testable`), as
+functions of their own rather than numba's ``inline="always"``: numba types and lowers
+an inlined helper anew at every call site and types the grown caller more slowly, which
+made the first compile seconds longer; a helper compiled once per signature and linked
+in is inlined by LLVM where it pays, its loops unchanged. A kernel
+passes :data:`ZERO` rather than a literal ``0`` so that a helper is compiled for one
+signature (``int64``), not once more for ``Literal[int](0)``.
 
 The disk cache lives in a per-user folder (``$RAGFRAME_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/ragframe``, else ``~/.cache/ragframe``), in a subfolder named by
@@ -23,7 +29,7 @@ import sys
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numba as nb
 import numpy as np
@@ -34,6 +40,10 @@ U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
+
+ZERO = cast(int, np.int64(0))
+"""0 typed ``int64``, for a kernel to pass where a literal ``0`` would be typed
+``Literal[int](0)`` and compile a callee once more for that signature."""
 
 KERNELS = Path(__file__).resolve().parent
 """The folder of the kernel files, all of which the cache key hashes."""
@@ -148,6 +158,20 @@ NOTICE = _CompileNotice()
 ev.register("numba:compile", NOTICE)  # type: ignore[no-untyped-call]
 
 compiled = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-"""Compile a kernel to machine code, cached on disk, releasing the GIL."""
-inline = nb.njit(inline="always")
-"""A small helper compiled into the kernels that call it."""
+"""Compile a kernel that Python calls to machine code, cached on disk, releasing the GIL
+(its code carries the code of the helpers it calls)."""
+testable = nb.njit(nogil=True, boundscheck=False, error_model="numpy")
+""":data:`internal` with a Python entry, for a helper the tests also call directly."""
+if TYPE_CHECKING:  # numba's stubs lack the two options below
+    internal = testable
+else:
+    internal = nb.njit(
+        nogil=True,
+        boundscheck=False,
+        error_model="numpy",
+        no_cpython_wrapper=True,
+        no_cfunc_wrapper=True,
+    )
+"""A helper that only kernels call: compiled once per signature, linked into its callers
+(where LLVM inlines it or not), with no Python entry (none is built: callable from
+compiled code only) and not cached on its own (the cached kernels hold its code)."""

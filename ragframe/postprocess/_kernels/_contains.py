@@ -4,11 +4,11 @@ within a work budget, or by Knuth-Morris-Pratt over normalized copies past it.""
 
 from __future__ import annotations
 
-from ragframe.postprocess._kernels._compile import I64, U8, compiled
+from ragframe.postprocess._kernels._compile import I64, U8, internal, testable
 from ragframe.postprocess._kernels._text import collapsible, same, step
 
 
-@compiled
+@internal
 def contains_words(hay: U8, h0: int, h1: int, needle: U8, n: int, fail: I64) -> bool:
     """``" " + needle + " "`` is a substring of ``" " + hay[h0:h1] + " "`` (both
     normalized, ``needle`` non-empty, ``fail`` its failure function): linear time."""
@@ -29,7 +29,7 @@ def contains_words(hay: U8, h0: int, h1: int, needle: U8, n: int, fail: I64) -> 
     return False
 
 
-@compiled
+@testable
 def contains_raw(
     hay: U8, h0: int, h1: int, hn: int, needle: U8, n0: int, n1: int, nn: int, budget: int
 ) -> int:

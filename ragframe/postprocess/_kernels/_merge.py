@@ -11,13 +11,21 @@ import polars as pl
 
 from ragframe._arrow import string_addresses
 from ragframe.postprocess._kernels._buffers import PREFETCH_AHEAD, prefetch_text, text_at
-from ragframe.postprocess._kernels._compile import F64, I64, U8, Bools, compiled, inline
+from ragframe.postprocess._kernels._compile import (
+    F64,
+    I64,
+    U8,
+    ZERO,
+    Bools,
+    compiled,
+    internal,
+)
 from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
 from ragframe.postprocess._kernels._parts import in_parts
 from ragframe.postprocess._kernels._text import code_points
 
 
-@inline
+@internal
 def _copy(source: U8, target: U8) -> None:
     for i in range(len(source)):
         target[i] = source[i]
@@ -59,11 +67,11 @@ def _merge(
     b = -1  # the current block's first row
     block_begin = used  # the current block's first byte in out
     chars = 0  # the current block's length in code points
-    char_end = 0
+    char_end = ZERO
     for r in range(lo, hi):
         prefetch_text(address, length, r + PREFETCH_AHEAD)
         data = text_at(address, length, r)
-        t0, t1 = 0, len(data)
+        t0, t1 = ZERO, len(data)
         append = False
         cut = t0  # where the appended text starts; -1: "\n" + the whole chunk
         skipped = 0

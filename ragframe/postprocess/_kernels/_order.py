@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe.postprocess._kernels._compile import I64, Bools, compiled, inline
+from ragframe.postprocess._kernels._compile import I64, Bools, compiled, internal
 
 
-@inline
+@internal
 def _before(keys: I64, a: int, b: int) -> bool:
     """Whether row ``a`` of ``keys`` (one row of columns per row) sorts before row ``b``."""
     for k in range(keys.shape[1]):
@@ -17,7 +17,7 @@ def _before(keys: I64, a: int, b: int) -> bool:
     return False
 
 
-@compiled
+@internal
 def _merge_sorted(rows: I64, keys: I64, scratch: I64) -> None:
     """Sort ``rows`` by their ``keys`` rows, stably, in place: a bottom-up merge sort
     over runs of 16 insertion-sorted rows (``scratch`` as long as ``rows``). Written

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe.postprocess._kernels._compile import I64, U8, compiled, inline
+from ragframe.postprocess._kernels._compile import I64, U8, ZERO, internal, testable
 from ragframe.postprocess._kernels._text import (
     code_points,
     collapsible,
@@ -30,7 +30,7 @@ MIN_OVERLAP = 20
 rule 7)."""
 
 
-@inline
+@internal
 def _skip_java_whitespace(data: U8, pos: int, end: int) -> tuple[int, int]:
     """Skip the Java whitespace at ``data[pos:end]``: the position after it and the code
     points skipped."""
@@ -44,7 +44,7 @@ def _skip_java_whitespace(data: U8, pos: int, end: int) -> tuple[int, int]:
     return pos, skipped
 
 
-@compiled
+@testable
 def _skip_units(data: U8, start: int, end: int, units: int) -> tuple[int, int]:
     """The seed's walk (SPEC 1, rule 7): skip leading Java whitespace, then ``units``
     characters, a whitespace run counting one at its first character. The walk stops
@@ -63,7 +63,7 @@ def _skip_units(data: U8, start: int, end: int, units: int) -> tuple[int, int]:
     return pos, skipped
 
 
-@compiled
+@testable
 def _overlap_units(out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, budget: int) -> int:
     """The seed's overlap length L (code points, 0: none) between the normalized block
     text ``out[b0:b1]`` and chunk ``data[t0:t1]``, comparing on the fly.
@@ -109,13 +109,13 @@ def _overlap_units(out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, budget
     return best if best >= MIN_OVERLAP else 0
 
 
-@inline
+@internal
 def _space(b: int) -> np.uint64:
     """A raw byte as normalization reads it where no run is longer than one byte."""
     return np.uint64(32) if collapsible(b) else np.uint64(b)
 
 
-@inline
+@internal
 def _places(
     a0: U8,
     a1: U8,
@@ -149,7 +149,7 @@ VERIFY_FIRST = 16
 """Bytes of a place the plain overlap search compares one by one before the rest."""
 
 
-@inline
+@internal
 def _differing(a: U8, b: U8) -> int:
     """How many places of ``a`` and ``b`` (same length) differ as normalization reads
     them where no run is longer than one byte (a whitespace byte is a space)."""
@@ -161,7 +161,7 @@ def _differing(a: U8, b: U8) -> int:
     return int(bad)
 
 
-@compiled
+@internal
 def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
     """:func:`_overlap_units` where raw bytes are normalized bytes (no whitespace run
     in ``tail``, the block's last bytes, or in ``chunk``; both trimmed): the earliest
@@ -193,7 +193,7 @@ def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
                 if j == VERIFY_FIRST:  # the rest at once, in a vectorized loop
                     rest = tail[q + VERIFY_FIRST : n], chunk[VERIFY_FIRST:distance]
                     if _differing(rest[0], rest[1]) == 0:
-                        units = code_points(chunk, 0, distance)
+                        units = code_points(chunk, ZERO, distance)
                         return units if units >= MIN_OVERLAP else 0
                     j = distance
                 work += j
@@ -203,13 +203,13 @@ def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
     return 0
 
 
-@inline
+@internal
 def _ascii_whitespace(b: int) -> np.uint8:
     """1 for an ASCII byte Java calls whitespace (``[\\t\\n\\x0B\\f\\r\\x1C-\\x20]``)."""
     return collapsible_u8(b) | np.uint8(np.uint8(b - np.uint8(28)) < np.uint8(4))
 
 
-@compiled
+@testable
 def _skip_plain(data: U8, start: int, end: int, units: int) -> int:
     """:func:`_skip_units` where the answer is plain: the byte position after ``units``
     characters from ``start`` when they are ASCII, the first is no Java whitespace and
@@ -226,7 +226,7 @@ def _skip_plain(data: U8, start: int, end: int, units: int) -> int:
     return stop if bad == 0 else -1
 
 
-@compiled
+@internal
 def overlap_cut(
     out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, nxt: U8, tail: U8, fail: I64
 ) -> tuple[int, int]:
@@ -244,7 +244,7 @@ def overlap_cut(
     return _skip_units(data, t0, t1, units)
 
 
-@compiled
+@internal
 def _overlap_kmp(
     out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, nxt: U8, tail: U8, fail: I64
 ) -> int:
@@ -256,7 +256,7 @@ def _overlap_kmp(
     if ne < MIN_OVERLAP:
         return 0
     failure(nxt, nx, fail)
-    q = 0
+    q = ZERO  # int64 from the start: one signature of code_points below
     for i in range(nx - ne, nx):
         b = tail[i]
         while q > 0 and b != nxt[q]:
@@ -266,11 +266,11 @@ def _overlap_kmp(
         if q == nx and i + 1 < nx:
             q = fail[q - 1]
     # q: the longest prefix of the chunk that the block ends with, in bytes
-    units = code_points(nxt, 0, q)
+    units = code_points(nxt, ZERO, q)
     return units if units >= MIN_OVERLAP else 0
 
 
-@compiled
+@internal
 def offsets_cut(
     data: U8, t0: int, t1: int, start: int, end: int, block_end: int
 ) -> tuple[int, int]:

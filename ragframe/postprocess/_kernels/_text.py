@@ -11,28 +11,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe.postprocess._kernels._compile import I64, U8, compiled, inline
+from ragframe.postprocess._kernels._compile import I64, U8, internal, testable
 
 
-@inline
+@internal
 def collapsible(b: int) -> bool:
     """A byte of ``[ \\t\\n\\x0B\\f\\r]``, the runs normalization turns into one space."""
     return bool(collapsible_u8(b) != 0)
 
 
-@inline
+@internal
 def collapsible_u8(b: int) -> np.uint8:
     """:func:`collapsible` as 0 or 1 (no branch), for vectorized loops."""
     return np.uint8(b == 32) | np.uint8(np.uint8(b - np.uint8(9)) < np.uint8(5))
 
 
-@inline
+@internal
 def lead(b: int) -> bool:
     """The first byte of a UTF-8 sequence (not a continuation byte)."""
     return (b & 0xC0) != 0x80
 
 
-@inline
+@internal
 def decode(data: U8, pos: int) -> tuple[int, int]:
     """The code point starting at ``data[pos]`` and the position after it."""
     b = data[pos]
@@ -46,7 +46,7 @@ def decode(data: U8, pos: int) -> tuple[int, int]:
     return cp | (data[pos + 3] & 0x3F), pos + 4
 
 
-@inline
+@testable
 def java_whitespace(cp: int) -> bool:
     """Java ``Character.isWhitespace`` (SPEC 1, rule 7: the ASCII set, U+001C-U+001F, the
     Unicode space, line and paragraph separators except the no-break spaces)."""
@@ -62,7 +62,7 @@ def java_whitespace(cp: int) -> bool:
     )
 
 
-@compiled
+@internal
 def code_points(data: U8, start: int, end: int) -> int:
     seg = data[start:end]  # a loop over a slice vectorizes
     count = np.int64(0)
@@ -71,7 +71,7 @@ def code_points(data: U8, start: int, end: int) -> int:
     return int(count)
 
 
-@inline
+@internal
 def step(data: U8, pos: int, end: int) -> tuple[int, int]:
     """The normalized byte at raw ``pos`` (a whitespace run reads as one space) and the
     raw position after it."""
@@ -84,7 +84,7 @@ def step(data: U8, pos: int, end: int) -> tuple[int, int]:
     return b, pos
 
 
-@inline
+@internal
 def step_back(data: U8, pos: int, start: int) -> tuple[int, int]:
     """The normalized byte ending at raw ``pos`` (a whitespace run reads as one space)
     and the raw position where it starts: :func:`step` backwards."""
@@ -97,7 +97,7 @@ def step_back(data: U8, pos: int, start: int) -> tuple[int, int]:
     return b, pos
 
 
-@compiled
+@internal
 def normalize(data: U8, start: int, end: int, out: U8) -> int:
     """Rule 7's normalization of ``data[start:end]`` into ``out``; returns its length.
 
@@ -116,7 +116,7 @@ def normalize(data: U8, start: int, end: int, out: U8) -> int:
     return n
 
 
-@compiled
+@internal
 def normalized_tail(data: U8, start: int, end: int, want: int, out: U8) -> int:
     """The last ``want`` (or fewer) bytes of the normalized ``data[start:end]``, written
     to the end of ``out[:want]``; returns how many were written (they end at ``want``)."""
@@ -139,7 +139,7 @@ def normalized_tail(data: U8, start: int, end: int, want: int, out: U8) -> int:
     return n
 
 
-@compiled
+@internal
 def failure(pattern: U8, n: int, fail: I64) -> None:
     """Knuth-Morris-Pratt failure function of ``pattern[:n]``."""
     fail[0] = 0
@@ -152,7 +152,7 @@ def failure(pattern: U8, n: int, fail: I64) -> None:
         fail[i] = k
 
 
-@inline
+@internal
 def trimmed(data: U8, start: int, end: int) -> tuple[int, int]:
     """``data[start:end]`` without the bytes <= 0x20 at both ends (Java's ``trim``)."""
     while start < end and data[start] <= 32:
@@ -162,7 +162,7 @@ def trimmed(data: U8, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-@compiled
+@internal
 def normalized_length(data: U8, start: int, end: int) -> int:
     """Length in bytes of the normalized ``data[start:end]`` (already trimmed)."""
     seg = data[start:end]
@@ -172,7 +172,7 @@ def normalized_length(data: U8, start: int, end: int) -> int:
     return len(seg) - int(extra)
 
 
-@compiled
+@internal
 def same(a: U8, x: int, x_end: int, b: U8, y: int, y_end: int, count: int) -> tuple[int, int]:
     """Compare ``count`` normalized bytes of ``a`` from raw ``x`` with ``b`` from raw
     ``y``. Returns the raw position in ``b`` after them (-1: they differ) and the code

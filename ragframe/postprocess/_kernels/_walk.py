@@ -11,7 +11,15 @@ import polars as pl
 
 from ragframe._arrow import string_addresses
 from ragframe.postprocess._kernels._buffers import PREFETCH_AHEAD, prefetch_text, text_at
-from ragframe.postprocess._kernels._compile import F64, I64, U8, Bools, compiled, inline
+from ragframe.postprocess._kernels._compile import (
+    F64,
+    I64,
+    U8,
+    ZERO,
+    Bools,
+    compiled,
+    internal,
+)
 from ragframe.postprocess._kernels._contains import contains_raw, contains_words
 from ragframe.postprocess._kernels._parts import in_parts
 from ragframe.postprocess._kernels._text import (
@@ -24,7 +32,7 @@ from ragframe.postprocess._kernels._text import (
 WalkKeys = tuple[I64, I64, I64, bool, Bools, I64, I64]
 
 
-@inline
+@internal
 def _same_bytes(address: I64, length: I64, a: int, b: int) -> bool:
     """Whether rows ``a`` and ``b`` of a string column hold the same bytes."""
     if length[a] != length[b]:
@@ -36,7 +44,7 @@ def _same_bytes(address: I64, length: I64, a: int, b: int) -> bool:
     return True
 
 
-@inline
+@internal
 def _same_key(keys: WalkKeys, a: int, b: int) -> bool:
     """Whether rows ``a`` and ``b`` (both with an entity) have the same entity and type."""
     number, e_address, e_length, typed, t_valid, t_address, t_length = keys
@@ -53,7 +61,7 @@ def _same_key(keys: WalkKeys, a: int, b: int) -> bool:
     return True
 
 
-@compiled
+@internal
 def _repeated(
     address: I64,
     length: I64,
@@ -72,7 +80,7 @@ def _repeated(
     for row in (r, s):
         if trims[row, 0] < 0:
             text = text_at(address, length, row)
-            trims[row, 0], trims[row, 1] = trimmed(text, 0, len(text))
+            trims[row, 0], trims[row, 1] = trimmed(text, ZERO, len(text))
     needle = text_at(address, length, r)
     if norm_len[r] < 0:
         norm_len[r] = normalized_length(needle, trims[r, 0], trims[r, 1])
@@ -94,10 +102,10 @@ def _repeated(
     )
     if hit < 0:
         hay, cand, fail = scratch
-        nn = normalize(needle, 0, len(needle), cand)
-        hn = normalize(haystack, 0, len(haystack), hay)
+        nn = normalize(needle, ZERO, len(needle), cand)
+        hn = normalize(haystack, ZERO, len(haystack), hay)
         failure(cand, nn, fail)
-        hit = 1 if contains_words(hay, 0, hn, cand, nn, fail) else 0
+        hit = 1 if contains_words(hay, ZERO, hn, cand, nn, fail) else 0
     return hit == 1
 
 
