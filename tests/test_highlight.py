@@ -483,6 +483,31 @@ def test_hebrew_letter_keeps_its_quote_in_a_buffer_of_one_run(
     assert got == expected
 
 
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["b", "\u0301a"],
+        ["b", "\u0301'"],
+        ["\u05d0", "\u0301\u05d0'"],
+        ["x\U0001f1eb", "\U0001f1eb\U0001f1f7"],
+        ["\U0001f1eb\U0001f1eb\U0001f1eb", "\U0001f1eb\U0001f1eb", "a"],
+        ["e.", "\u0301b", "1,", "\u00ad2"],
+    ],
+    ids=["mark", "mark-quote", "hebrew", "regional", "regional-pairs", "middle"],
+)
+def test_each_document_is_tokenized_as_if_alone(texts: list[str]) -> None:
+    """A document starting with an Extend character (or a Regional Indicator) got the
+    character before it from the previous document: Lucene tokenizes each text alone."""
+    whole = token_bytes(content_buffer(_docs(*texts)["content"]))
+    starts, ends, offset = [], [], 0
+    for text in texts:
+        s, e = token_bytes(content_buffer(_docs(text)["content"]))
+        starts += (s + offset).tolist()
+        ends += (e + offset).tolist()
+        offset += len(text.encode())
+    assert (whole[0].tolist(), whole[1].tolist()) == (starts, ends)
+
+
 @pytest.mark.parametrize("dense", [0, 10**9], ids=["sparse", "dense"])
 def test_class_lookups_sparse_and_dense_give_the_same_tokens(
     dense: int, monkeypatch: pytest.MonkeyPatch

@@ -147,7 +147,9 @@ class Classes(NamedTuple):
     An ASCII byte's class is its value's (:func:`_byte_table`); the bytes of multi-byte
     characters (``high``, sorted) have theirs in ``kind``. Continuation bytes and
     Extend/Format/ZWJ characters (WB4) are *see-through* (``see``, sorted): never a
-    boundary before them, and their class is that of the character before them.
+    boundary before them, and their class is that of the character before them; not at
+    the start of a document, where such a character keeps its own class (``EXTEND``:
+    never in a token), as Lucene has it at the start of a text.
     """
 
     data: npt.NDArray[np.uint8]
@@ -195,6 +197,9 @@ def classes(buf: Buffer) -> Classes:
     is_lead = data[high] >= 0xC0
     kind[is_lead] = wb.table()[code_points(data, lead)]
     see_through = (kind == wb.CONTINUATION) | (kind == wb.EXTEND)
+    if high.size:  # an Extend character that starts a document is a base there (WB4)
+        at = np.minimum(np.searchsorted(high, buf.doc_bytes[:-1]), high.size - 1)
+        see_through[at[high[at] == buf.doc_bytes[:-1]]] = False
     bases = high[is_lead & ~see_through]
     see = high[see_through]
     see_next = see + 1
@@ -342,6 +347,8 @@ def _inner_breaks(buf: Buffer, cls: Classes, starts: Ints, ends: Ints) -> Ints:
         r = at[regional]
         new = np.ones(r.size, dtype=bool)
         new[1:] = r[1:] != r[:-1] + 4
+        doc = np.minimum(np.searchsorted(buf.doc_bytes, r), buf.doc_bytes.size - 1)
+        new |= buf.doc_bytes[doc] == r  # pairs start again in each document
         head = np.maximum.accumulate(np.where(new, np.arange(r.size), 0))
         join[regional[(np.arange(r.size) - head) % 2 == 1]] = True
     points = np.concatenate([at[~join], buf.doc_bytes[1:-1]])
