@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
@@ -444,6 +445,80 @@ def test_token_bytes_are_the_tokenizer_tokens() -> None:
     data = content_buffer(docs["content"]).data
     got = [bytes(data[s:e]).decode() for s, e in zip(starts, ends, strict=True)]
     assert got == tokenize(docs.select("doc_id", "content"), True)["__rf_run"].to_list()
+
+
+def test_ascii_byte_arithmetic_agrees_with_the_class_table() -> None:
+    """The kernel tells ASCII word bytes and middle-character candidates by arithmetic;
+    both must agree with the ``Word_Break`` classes of :mod:`ragframe.fetch._wordbreak`."""
+    from ragframe.fetch import _tokenize as tk
+    from ragframe.fetch import _wordbreak as wb
+
+    ascii_ = bytes(range(1, 0x80)).decode()
+    cls = tk.classes(content_buffer(pl.Series([ascii_])))
+    flags = tk._word_flags(cls, np.empty(len(ascii_) + 1, dtype=np.uint8))[1:-1]
+    table = wb.table()[1:0x80]
+    assert (flags == tk.WORDISH[table]).all()
+    first, span = tk._FIRST_MIDDLE, tk._MIDDLE_SPAN
+    middle = np.flatnonzero(tk.MIDDLE[wb.table()[:0x80]])
+    assert ((middle >= first) & (middle < first + span)).all()
+
+
+@pytest.mark.parametrize(
+    ("texts", "expected"),
+    [
+        (["\u05d0'"], ["\u05d0'"]),
+        (["b\u05d0'"], ["b\u05d0'"]),
+        (["x", "\u05d0'"], ["x", "\u05d0'"]),
+        (["\u05d0'\u0301 x"], ["\u05d0'\u0301", "x"]),
+    ],
+    ids=["alone", "one-run", "second-doc", "mark-after"],
+)
+def test_hebrew_letter_keeps_its_quote_in_a_buffer_of_one_run(
+    texts: list[str], expected: list[str]
+) -> None:
+    """WB7a held only when the buffer had two runs or more (tokens from real Lucene)."""
+    buf = content_buffer(_docs(*texts)["content"])
+    starts, ends = token_bytes(buf)
+    got = [bytes(buf.data[s:e]).decode() for s, e in zip(starts, ends, strict=True)]
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["b", "\u0301a"],
+        ["b", "\u0301'"],
+        ["\u05d0", "\u0301\u05d0'"],
+        ["x\U0001f1eb", "\U0001f1eb\U0001f1f7"],
+        ["\U0001f1eb\U0001f1eb\U0001f1eb", "\U0001f1eb\U0001f1eb", "a"],
+        ["e.", "\u0301b", "1,", "\u00ad2"],
+    ],
+    ids=["mark", "mark-quote", "hebrew", "regional", "regional-pairs", "middle"],
+)
+def test_each_document_is_tokenized_as_if_alone(texts: list[str]) -> None:
+    """A document starting with an Extend character (or a Regional Indicator) got the
+    character before it from the previous document: Lucene tokenizes each text alone."""
+    whole = token_bytes(content_buffer(_docs(*texts)["content"]))
+    starts, ends, offset = [], [], 0
+    for text in texts:
+        s, e = token_bytes(content_buffer(_docs(text)["content"]))
+        starts += (s + offset).tolist()
+        ends += (e + offset).tolist()
+        offset += len(text.encode())
+    assert (whole[0].tolist(), whole[1].tolist()) == (starts, ends)
+
+
+@pytest.mark.parametrize("dense", [0, 10**9], ids=["sparse", "dense"])
+def test_class_lookups_sparse_and_dense_give_the_same_tokens(
+    dense: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragframe.fetch import _tokenize as tk
+
+    docs = _docs(*(EDGE_TEXTS * 2), TRICKY, UNICODE_SAMPLE)
+    expected = token_bytes(content_buffer(docs["content"]))
+    monkeypatch.setattr(tk, "DENSE", dense)
+    got = token_bytes(content_buffer(docs["content"]))
+    assert all((a == b).all() for a, b in zip(got, expected, strict=True))
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,18 @@
 kernel over the content column's UTF-8 buffer.
 
 Why a kernel: building every run as a separate string before knowing whether it is a
-token was the dominant cost of highlighting. Here each byte gets the token class of its
-character (a 256-entry table for ASCII bytes, the code point table of
-:mod:`ragframe.fetch._wordbreak` for the lead byte of a multi-byte character; a
-continuation byte is ``CONTINUATION``) and the UAX #29 word-boundary rules Lucene's
-grammar implements are applied to neighbours with whole-array operations: no Python
-runs per row, document or token. Offsets are characters (code points).
+token was the dominant cost of highlighting. Here the whole-buffer work is byte
+arithmetic, no table gathers (numpy turns a ``uint8`` index into ``intp`` first: a
+gather per byte costs several passes): ASCII letters, digits and ``_`` are word bytes
+by comparisons of byte values, and so are the ASCII middle characters
+that join two word bytes (a few more comparisons, then the rules below at the few
+candidates); word runs come from one comparison of neighbours. Classes (a 256-entry
+table for ASCII bytes, the code point table of :mod:`ragframe.fetch._wordbreak` for
+multi-byte characters: :class:`Classes`) are looked up only where a rule looks: at the
+multi-byte characters (few, in most text), at the middle-character candidates and at
+run starts. Where multi-byte characters are common, a whole-buffer class array is
+built instead (:data:`DENSE`). No Python runs per row, document or token. Offsets are
+characters (code points).
 
 The rules work on bytes: continuation bytes and Extend/Format/ZWJ characters (WB4) are
 *see-through* (never a boundary before them) and carry the class of the character
@@ -36,6 +42,7 @@ UTF-16 units). Not reproduced: emoji ZWJ sequences (each emoji is its own token)
 from __future__ import annotations
 
 from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -89,7 +96,19 @@ def triple_table() -> npt.NDArray[np.bool_]:
 
 
 MIDDLE = _flags((wb.MIDLETTER, wb.MIDNUM, wb.MIDNUMLET, wb.SINGLE_QUOTE, wb.DOUBLE_QUOTE))
-WORD = _flags(wb.WORD)
+ALONE = _flags((wb.HAN, wb.HIRAGANA, wb.EMOJI, wb.REGIONAL))
+"""Classes whose characters are tokens one by one (Regional Indicators: two by two)."""
+WORDISH = _flags((*_AN, wb.KATAKANA, wb.SOUTHEAST_ASIAN, wb.EXTENDNUMLET)) | ALONE
+"""Classes that can be inside a token without a rule looking around them."""
+
+_UNDERSCORE = ord("_")
+_FIRST_MIDDLE, _MIDDLE_SPAN = ord('"'), ord(";") - ord('"') + 1
+"""The ASCII middle characters are all in ``"`` to ``;``."""
+_HIGH = 0x80
+"""Bytes from here on belong to multi-byte characters (lead and continuation bytes)."""
+DENSE = 16
+"""With more than one multi-byte-character byte in ``DENSE``, classes are looked up in
+a whole-buffer array rather than by binary search among those bytes."""
 
 
 @cache
@@ -97,8 +116,17 @@ def _byte_table() -> npt.NDArray[np.uint8]:
     """Class of each byte value: ASCII characters, continuation bytes; lead bytes are
     looked up by code point."""
     out = np.full(256, wb.OTHER, dtype=np.uint8)
-    out[:0x80] = wb.table()[:0x80]
-    out[0x80:0xC0] = wb.CONTINUATION
+    out[:_HIGH] = wb.table()[:_HIGH]
+    out[_HIGH:0xC0] = wb.CONTINUATION
+    return out
+
+
+@cache
+def _middle_bytes() -> Flags:
+    """Byte values that may start a middle character: ASCII ones, and every byte of a
+    multi-byte character (its class is then looked up)."""
+    out = MIDDLE[_byte_table()]
+    out[_HIGH:] = True
     return out
 
 
@@ -113,48 +141,85 @@ def code_points(data: npt.NDArray[np.uint8], lead: Ints) -> Ints:
     return np.minimum(points, 0x10FFFF)
 
 
-def byte_classes(buf: Buffer) -> npt.NDArray[np.uint8]:
-    """The token class of every byte (``CONTINUATION`` for continuation bytes)."""
-    kind = _byte_table()[buf.data]
-    if buf.lead.size:
-        kind[buf.lead] = wb.table()[code_points(buf.data, buf.lead)]
-    return kind
+class Classes(NamedTuple):
+    """The token class of the bytes of a buffer, kept only where it takes a lookup.
+
+    An ASCII byte's class is its value's (:func:`_byte_table`); the bytes of multi-byte
+    characters (``high``, sorted) have theirs in ``kind``. Continuation bytes and
+    Extend/Format/ZWJ characters (WB4) are *see-through* (``see``, sorted): never a
+    boundary before them, and their class is that of the character before them; not at
+    the start of a document, where such a character keeps its own class (``EXTEND``:
+    never in a token), as Lucene has it at the start of a text.
+    """
+
+    data: npt.NDArray[np.uint8]
+    high: Ints
+    """Positions of the bytes of multi-byte characters."""
+    kind: npt.NDArray[np.uint8]
+    """Class of each of them (see-through ones: the class of the character before)."""
+    see: Ints
+    """Positions of see-through bytes."""
+    see_next: Ints
+    """For each, the first byte after its run of see-through bytes."""
+    bases: Ints
+    """Lead bytes of multi-byte characters that are not see-through."""
+    dense: npt.NDArray[np.uint8] | None
+    """Every byte's class, when multi-byte characters are common (else ``None``)."""
+
+    def at(self, positions: Ints) -> npt.NDArray[np.uint8]:
+        """The class of the bytes at ``positions`` (valid positions)."""
+        if self.dense is not None:
+            return self.dense[positions]
+        value = self.data[positions]
+        out = _byte_table()[value]
+        high = np.flatnonzero(value >= _HIGH)
+        if high.size:
+            out[high] = self.kind[np.searchsorted(self.high, positions[high])]
+        return out
+
+    def next_base(self, at: Ints) -> Ints:
+        """The first byte after ``at`` that starts a base character (or the end)."""
+        nxt = at + 1
+        if not self.see.size:
+            return nxt
+        index = np.minimum(np.searchsorted(self.see, nxt), self.see.size - 1)
+        return np.where(self.see[index] == nxt, self.see_next[index], nxt)
 
 
-def _transparent(buf: Buffer, kind: npt.NDArray[np.uint8]) -> Flags:
-    """Bytes that never start a segment (continuation bytes, Extend/Format/ZWJ
-    characters: WB4), their class set to that of the character before them."""
-    see_through = np.zeros(kind.size + 1, dtype=bool)
-    see_through[buf.cont_at] = True
-    if not buf.lead.size:
-        return see_through
-    extend = buf.lead[kind[buf.lead] == wb.EXTEND]
-    see_through[extend] = True
-    fill = np.sort(np.concatenate([buf.cont_at, extend]))
-    fill = fill[fill > 0]
-    for _ in range(fill.size):  # chains (a mark after a mark) take a few rounds
-        before = kind[fill - 1]
-        changed = np.flatnonzero(kind[fill] != before)
-        if not changed.size:
-            break
-        kind[fill[changed]] = before[changed]
-    return see_through
-
-
-def _next_base(at: Ints, see_through: Flags) -> Ints:
-    """The first byte after ``at`` that starts a base character (or the end)."""
-    nxt = at + 1
-    pending = np.flatnonzero(see_through[np.minimum(nxt, see_through.size - 1)])
-    while pending.size:
-        nxt[pending] += 1
-        pending = pending[see_through[np.minimum(nxt[pending], see_through.size - 1)]]
-    return nxt
-
-
-ALONE = _flags((wb.HAN, wb.HIRAGANA, wb.EMOJI, wb.REGIONAL))
-"""Classes whose characters are tokens one by one (Regional Indicators: two by two)."""
-WORDISH = _flags((*_AN, wb.KATAKANA, wb.SOUTHEAST_ASIAN, wb.EXTENDNUMLET)) | ALONE
-"""Classes that can be inside a token without a rule looking around them."""
+def classes(buf: Buffer) -> Classes:
+    """:class:`Classes` of ``buf``: work on its multi-byte characters only."""
+    data, lead, cont = buf.data, buf.lead, buf.cont_at
+    if (lead.size + cont.size) * DENSE > data.size:
+        high = np.flatnonzero(data >= _HIGH)
+    else:
+        high = np.sort(np.concatenate([lead, cont]))
+    kind = np.full(high.size, wb.CONTINUATION, dtype=np.uint8)
+    is_lead = data[high] >= 0xC0
+    kind[is_lead] = wb.table()[code_points(data, lead)]
+    see_through = (kind == wb.CONTINUATION) | (kind == wb.EXTEND)
+    if high.size:  # an Extend character that starts a document is a base there (WB4)
+        at = np.minimum(np.searchsorted(high, buf.doc_bytes[:-1]), high.size - 1)
+        see_through[at[high[at] == buf.doc_bytes[:-1]]] = False
+    bases = high[is_lead & ~see_through]
+    see = high[see_through]
+    see_next = see + 1
+    if see.size:  # each takes the class of the byte before its run (the first byte: its own)
+        new = np.ones(see.size, dtype=bool)  # a run of see-through bytes starts
+        new[1:] = see[1:] != see_next[:-1]
+        run = np.cumsum(new) - 1
+        lasts = np.append(np.flatnonzero(new)[1:] - 1, see.size - 1)
+        see_next = see_next[lasts][run]
+        before = np.maximum(see[new] - 1, 0)
+        value = data[before]
+        base = _byte_table()[value]
+        high_before = np.flatnonzero(value >= _HIGH)
+        base[high_before] = kind[np.searchsorted(high, before[high_before])]
+        kind[see_through] = base[run]
+    dense = None
+    if high.size * DENSE > data.size:
+        dense = _byte_table()[data]
+        dense[high] = kind
+    return Classes(data, high, kind, see, see_next, bases, dense)
 
 
 def with_points(bounds: Ints, points: Ints) -> Ints:
@@ -168,58 +233,122 @@ def with_points(bounds: Ints, points: Ints) -> Ints:
     return np.insert(bounds, at[new], points[new])
 
 
-def _word_runs(kind: npt.NDArray[np.uint8]) -> tuple[Ints, Ints]:
-    """Start and end of every maximal run of :data:`WORDISH` bytes."""
-    flags = np.zeros(kind.size + 2, dtype=bool)
-    np.take(WORDISH, kind, out=flags[1:-1])
-    edges = np.flatnonzero(flags[1:] != flags[:-1])  # alternate start, end
+def _word_flags(cls: Classes, scratch: npt.NDArray[np.uint8]) -> Flags:
+    """Whether each byte is :data:`WORDISH`, with a False byte before and after: ASCII
+    bytes by arithmetic (``[0-9A-Za-z_]``), the others from their class. ``scratch``:
+    as many bytes as the buffer at least, overwritten (no whole-buffer temporaries)."""
+    data = cls.data
+    flags = np.zeros(data.size + 2, dtype=bool)
+    word = flags[1:-1]
+    scratch = scratch[: data.size]
+    test = scratch.view(np.bool_)
+    np.bitwise_or(data, np.uint8(0x20), out=scratch)
+    scratch -= np.uint8(ord("a"))
+    np.less(scratch, np.uint8(26), out=word)
+    np.subtract(data, np.uint8(ord("0")), out=scratch)
+    np.less(scratch, np.uint8(10), out=test)
+    word |= test
+    np.equal(data, np.uint8(_UNDERSCORE), out=test)
+    word |= test
+    if cls.high.size:
+        flags[cls.high + 1] = WORDISH[cls.kind]
+    return flags
+
+
+def _crossing(doc: Ints, lo: Ints, hi: Ints) -> Flags:
+    """Whether a document starts in ``(lo[i], hi[i]]`` (sorted, disjoint intervals)."""
+    out = np.zeros(lo.size, dtype=bool)
+    if lo.size:
+        inner = doc[1:-1]
+        k = np.searchsorted(lo, inner) - 1  # the last interval opening before each start
+        k = k[(k >= 0) & (inner <= hi[np.maximum(k, 0)])]
+        out[k] = True
+    return out
+
+
+def _bridge(cls: Classes, flags: Flags, doc: Ints, scratch: npt.NDArray[np.uint8]) -> None:
+    """Mark as word bytes the middle characters that join the letters or digits around
+    them (WB6/7, 11/12, 7b/7c: ``e.g``, ``2.71``), so that word runs go across them.
+
+    ASCII middle characters between two word bytes are found by whole-buffer arithmetic
+    (all of them are in ``"`` to ``;``: the others there are dropped by their class);
+    non-ASCII ones, and ASCII ones followed by a see-through character, among the (few)
+    multi-byte characters. ``scratch``: as in :func:`_word_flags`."""
+    data, size = cls.data, cls.data.size
+    scratch = scratch[:size]
+    middle = scratch.view(np.bool_)
+    np.subtract(data, np.uint8(_FIRST_MIDDLE), out=scratch)
+    np.less(scratch, np.uint8(_MIDDLE_SPAN), out=middle)
+    middle &= flags[:-2]  # the byte before is a word byte
+    middle &= flags[2:]  # and the byte after (a base character: a word byte is not see-through)
+    np.greater(middle, flags[1:-1], out=middle)  # and it is not one
+    g = np.flatnonzero(middle)
+    ok = triple_table()[cls.at(g - 1), _byte_table()[data[g]], cls.at(g + 1)]
+    ok &= ~_crossing(doc, g - 1, g + 1)
+    flags[g[ok] + 1] = True
+    if not cls.high.size:
+        return
+    before = cls.see[cls.see > 0] - 1  # an ASCII middle character, then see-through ones
+    value = data[before]
+    before = before[(value < _HIGH) & MIDDLE[_byte_table()[value]]]
+    g = np.union1d(cls.bases[MIDDLE[cls.at(cls.bases)]], before)
+    g = g[g > 0]
+    n = cls.next_base(g)
+    g, n = g[n < size], n[n < size]
+    ok = triple_table()[cls.at(g - 1), cls.at(g), cls.at(n)]
+    ok &= ~_crossing(doc, g - 1, n)
+    g, n = g[ok], n[ok]
+    length = n - g
+    offsets = np.cumsum(length) - length
+    flags[np.repeat(g - offsets, length) + np.arange(int(length.sum())) + 1] = True
+
+
+def _word_runs(cls: Classes, doc: Ints) -> tuple[Ints, Ints]:
+    """Start and end of every maximal run of :data:`WORDISH` bytes and of the middle
+    characters that join them."""
+    scratch = np.empty(cls.data.size + 1, dtype=np.uint8)
+    flags = _word_flags(cls, scratch)
+    _bridge(cls, flags, doc, scratch)
+    change = scratch.view(np.bool_)
+    np.not_equal(flags[1:], flags[:-1], out=change)
+    edges = np.flatnonzero(change)  # alternate start, end
     return edges[0::2], edges[1::2]
 
 
-def _bridged(
-    kind: npt.NDArray[np.uint8], see: Flags, starts: Ints, ends: Ints, doc: Ints
-) -> tuple[Ints, Ints]:
-    """Join runs across one middle character (WB6/7, 11/12, 7b/7c: ``e.g``, ``2.71``);
-    a Hebrew letter keeps a following single quote (WB7a)."""
-    if starts.size < 2:
-        return starts, ends
-    gap, nxt = ends[:-1], starts[1:]
-    maybe = np.flatnonzero(MIDDLE[kind[gap]])
-    g, n = gap[maybe], nxt[maybe]
-    ok = triple_table()[kind[g - 1], kind[g], kind[n]]
-    ok &= np.searchsorted(doc, g - 1, "right") == np.searchsorted(doc, n, "right")
-    ok &= _next_base(g, see) == n
-    joined = maybe[ok]
-    keep_end = np.ones(ends.size, dtype=bool)
-    keep_end[joined] = False
-    keep_start = np.ones(starts.size, dtype=bool)
-    keep_start[joined + 1] = False
-    starts, ends = starts[keep_start], ends[keep_end]
-    hebrew = np.flatnonzero(kind[ends - 1] == wb.HEBREW)
+def _hebrew_quote(cls: Classes, starts: Ints, ends: Ints, doc: Ints) -> Ints:
+    """``ends``, a Hebrew letter keeping a following single quote (WB7a)."""
+    size = cls.data.size
+    after = cls.high[cls.kind == wb.HEBREW] + 1  # ends right after a Hebrew letter's byte
+    if not after.size:
+        return ends
+    index = np.minimum(np.searchsorted(ends, after), ends.size - 1)
+    hebrew = index[ends[index] == after]
     end = ends[hebrew]
-    quote = hebrew[(end < kind.size) & (kind[np.minimum(end, kind.size - 1)] == wb.SINGLE_QUOTE)]
+    quote = hebrew[(end < size) & (cls.at(np.minimum(end, size - 1)) == wb.SINGLE_QUOTE)]
     end = ends[quote]
     quote = quote[np.searchsorted(doc, end - 1, "right") == np.searchsorted(doc, end, "right")]
-    ends[quote] = _next_base(ends[quote], see)
-    return starts, ends
+    ends = ends.copy()
+    ends[quote] = cls.next_base(ends[quote])
+    return ends
 
 
-def _inner_breaks(
-    buf: Buffer, kind: npt.NDArray[np.uint8], see: Flags, starts: Ints, ends: Ints
-) -> Ints:
+def _inner_breaks(buf: Buffer, cls: Classes, starts: Ints, ends: Ints) -> Ints:
     """Boundaries inside runs: only next to a non-ASCII character (ASCII letters, digits
     and ``_`` always join), and at document starts."""
-    lead = buf.lead[~see[buf.lead]] if buf.lead.size else buf.lead
-    at = np.union1d(lead, _next_base(lead, see))
-    at = at[at < kind.size]
-    before = kind[np.maximum(at - 1, 0)]
-    join = pair_table()[before.astype(np.intp) * wb.COUNT + kind[at]]
-    join |= MIDDLE[kind[at]] | MIDDLE[before]  # inside a run: bridged by _bridged
-    regional = np.flatnonzero(kind[at] == wb.REGIONAL)
+    size = cls.data.size
+    at = np.union1d(cls.bases, cls.next_base(cls.bases))
+    at = at[at < size]
+    before = cls.at(np.maximum(at - 1, 0))
+    here = cls.at(at)
+    join = pair_table()[before.astype(np.intp) * wb.COUNT + here]
+    join |= MIDDLE[here] | MIDDLE[before]  # inside a run: bridged by _bridged
+    regional = np.flatnonzero(here == wb.REGIONAL)
     if regional.size:  # pairs within each run of Regional Indicators
         r = at[regional]
         new = np.ones(r.size, dtype=bool)
         new[1:] = r[1:] != r[:-1] + 4
+        doc = np.minimum(np.searchsorted(buf.doc_bytes, r), buf.doc_bytes.size - 1)
+        new |= buf.doc_bytes[doc] == r  # pairs start again in each document
         head = np.maximum.accumulate(np.where(new, np.arange(r.size), 0))
         join[regional[(np.arange(r.size) - head) % 2 == 1]] = True
     points = np.concatenate([at[~join], buf.doc_bytes[1:-1]])
@@ -230,25 +359,38 @@ def _inner_breaks(
     return np.unique(points[inside])
 
 
+def _only_extendnumlet(cls: Classes, starts: Ints, ends: Ints) -> Flags:
+    """Whether each segment (one that starts with an ``ExtendNumLet``) holds only
+    ``ExtendNumLet`` bytes: most are settled by their second byte, the rest by all."""
+    only: Flags = np.equal(ends - starts, 1)
+    pending = np.flatnonzero(~only)
+    pending = pending[cls.at(starts[pending] + 1) == wb.EXTENDNUMLET]
+    if pending.size:
+        s, length = starts[pending], ends[pending] - starts[pending]
+        offsets = np.cumsum(length) - length
+        positions = np.repeat(s - offsets, length) + np.arange(int(length.sum()))
+        all_enl = cls.at(positions) == wb.EXTENDNUMLET
+        only[pending] = np.logical_and.reduceat(all_enl, offsets)
+    return only
+
+
 def _segments(buf: Buffer) -> tuple[Ints, Ints]:
     """Byte start and end of every token (before the 255-character split)."""
-    kind = byte_classes(buf)
-    see = _transparent(buf, kind)
-    starts, ends = _word_runs(kind)
+    cls = classes(buf)
+    starts, ends = _word_runs(cls, buf.doc_bytes)
     if not starts.size:
         return starts, ends
-    starts, ends = _bridged(kind, see, starts, ends, buf.doc_bytes)
-    cuts = _inner_breaks(buf, kind, see, starts, ends)
+    ends = _hebrew_quote(cls, starts, ends, buf.doc_bytes)
+    cuts = _inner_breaks(buf, cls, starts, ends)
     if cuts.size:
         starts, ends = with_points(starts, cuts), with_points(ends, cuts)
-    lead_enl = np.flatnonzero(kind[starts] == wb.EXTENDNUMLET) if starts.size else starts
+    first = cls.data[starts]
+    lead_enl = np.flatnonzero((first == _UNDERSCORE) | (first >= _HIGH))
+    lead_enl = lead_enl[cls.at(starts[lead_enl]) == wb.EXTENDNUMLET]
     if lead_enl.size:  # "_a" is a token, "__" is not
-        enl = np.flatnonzero(kind == wb.EXTENDNUMLET)
-        s, e = starts[lead_enl], ends[lead_enl]
-        only = np.searchsorted(enl, e) - np.searchsorted(enl, s) == e - s
-        keep = np.ones(starts.size, dtype=bool)
-        keep[lead_enl[only]] = False
-        starts, ends = starts[keep], ends[keep]
+        drop = lead_enl[_only_extendnumlet(cls, starts[lead_enl], ends[lead_enl])]
+        if drop.size:
+            starts, ends = np.delete(starts, drop), np.delete(ends, drop)
     return starts, ends
 
 
