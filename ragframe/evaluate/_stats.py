@@ -23,28 +23,19 @@ _BLOCK = 256
 def bootstrap_ci(
     values: F64, *, seed: int = 0, resamples: int = RESAMPLES, level: float = 0.95
 ) -> tuple[float, float]:
-    """The percentile bootstrap interval of the mean of ``values`` (nan when empty)."""
-    n = len(values)
-    if n == 0:
-        return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
-    for lo in range(0, resamples, _BLOCK):
-        hi = min(lo + _BLOCK, resamples)
-        picks = rng.integers(0, n, size=(hi - lo, n))
-        means[lo:hi] = values[picks].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
+    """The percentile bootstrap interval of the mean of ``values`` (nan when empty):
+    :func:`bootstrap_cis` of one column."""
+    low, high = bootstrap_cis(values[:, None], seed=seed, resamples=resamples, level=level)
+    return float(low[0]), float(high[0])
 
 
 def bootstrap_cis(
     values: F64, *, seed: int = 0, resamples: int = RESAMPLES, level: float = 0.95
 ) -> tuple[F64, F64]:
-    """:func:`bootstrap_ci` of every column of ``values`` (queries x columns; NaN is a
-    missing value, left out of its column's means) at once, the same resampled queries
-    for every column (a paired bootstrap): each resample's query counts times the
-    values, as one matrix product."""
+    """The percentile bootstrap interval of the mean of every column of ``values``
+    (queries x columns; NaN is a missing value, left out of its column's means; nan when
+    there are no queries), the same resampled queries for every column (a paired
+    bootstrap): each resample's query counts times the values, as one matrix product."""
     n, m = values.shape
     if n == 0:
         return np.full(m, np.nan), np.full(m, np.nan)
@@ -65,8 +56,9 @@ def bootstrap_cis(
 
 
 def randomization_ps(differences: F64, *, seed: int = 0, resamples: int = RESAMPLES) -> F64:
-    """:func:`randomization_p` of every column of ``differences`` (queries x columns,
-    no missing values) at once, the same sign flips for every column."""
+    """Two-sided paired randomization (sign-flip) tests of mean difference 0, one per
+    column of ``differences`` (queries x columns, no missing values), the same flips for
+    every column: (extreme flips + 1) / (resamples + 1); 1.0 for a column of zeros."""
     n, m = differences.shape
     observed = np.abs(differences.mean(axis=0)) if n else np.zeros(m)
     rng = np.random.default_rng(seed)
@@ -82,19 +74,9 @@ def randomization_ps(differences: F64, *, seed: int = 0, resamples: int = RESAMP
 
 def randomization_p(differences: F64, *, seed: int = 0, resamples: int = RESAMPLES) -> float:
     """Two-sided paired randomization (sign-flip) test of mean difference 0:
-    (extreme flips + 1) / (resamples + 1). 1.0 when every difference is 0."""
-    n = len(differences)
-    observed = abs(float(differences.mean())) if n else 0.0
-    if n == 0 or not np.any(differences):
-        return 1.0
-    rng = np.random.default_rng(seed)
-    extreme = 0
-    for lo in range(0, resamples, _BLOCK):
-        hi = min(lo + _BLOCK, resamples)
-        signs = rng.integers(0, 2, size=(hi - lo, n)) * 2 - 1
-        flipped = np.abs((signs * differences).mean(axis=1))
-        extreme += int(np.count_nonzero(flipped >= observed - 1e-12))
-    return (extreme + 1) / (resamples + 1)
+    (extreme flips + 1) / (resamples + 1); 1.0 when every difference is 0.
+    :func:`randomization_ps` of one column."""
+    return float(randomization_ps(differences[:, None], seed=seed, resamples=resamples)[0])
 
 
 def _beta_fraction(a: float, b: float, x: float) -> float:
