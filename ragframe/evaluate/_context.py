@@ -33,6 +33,12 @@ _GROUP_SPAN = 2**32
 offsets of different groups apart in one running maximum."""
 
 
+def _starts(columns: Sequence[str]) -> pl.Expr:
+    """Whether a row starts a new run of equal ``columns`` (rows sorted by them)."""
+    changed = pl.any_horizontal([pl.col(g).ne_missing(pl.col(g).shift(1)) for g in columns])
+    return changed.fill_null(True)
+
+
 def _covered(spans: pl.LazyFrame, group: list[str], key: list[str]) -> pl.LazyFrame:
     """Per ``key`` (a prefix of ``group``), the summed lengths of the unions of the
     ``[start_char, end_char)`` spans of each ``group``.
@@ -42,8 +48,7 @@ def _covered(spans: pl.LazyFrame, group: list[str], key: list[str]) -> pl.LazyFr
     among the group's earlier spans."""
     start, end = pl.col(c.START_CHAR), pl.col(c.END_CHAR)
     ordered = spans.sort([*group, c.START_CHAR])
-    first = pl.any_horizontal([pl.col(g).ne_missing(pl.col(g).shift(1)) for g in group])
-    first = first.fill_null(True)
+    first = _starts(group)
     number = first.cast(pl.Int64).cum_sum()
     lifted = number * _GROUP_SPAN + end
     before = pl.when(first.not_()).then(lifted.cum_max().shift(1) - number * _GROUP_SPAN)
@@ -75,8 +80,7 @@ def _per_query(rows: pl.LazyFrame, key: list[str]) -> pl.LazyFrame:
     """The sums over each query's blocks (rows sorted by ``key`` and block rank)."""
     relevant = pl.col(c.GAIN) > 0
     chars = pl.col(c.CHAR_COUNT)
-    starts = pl.any_horizontal([pl.col(g).ne_missing(pl.col(g).shift(1)) for g in key])
-    starts = starts.fill_null(True)
+    starts = _starts(key)
     running = chars.cum_sum() - chars  # characters before, over all rows: less the key's
     offset = running - pl.when(starts).then(running).forward_fill()
     first = pl.struct(*key, c.ENTITY_ID).is_first_distinct()

@@ -12,7 +12,7 @@ from ragframe import schema as c
 from ragframe.errors import ConfigError, SchemaError
 from ragframe.evaluate._context import context_metrics
 from ragframe.evaluate._lists import list_metrics, relevant_counts
-from ragframe.evaluate._qrels import read_qrels
+from ragframe.evaluate._qrels import judgements
 from ragframe.evaluate._runs import document_ranking
 
 
@@ -93,8 +93,7 @@ def evaluate(
             "evaluate needs candidates (list metrics) or blocks (context metrics); got neither"
         )
     ks = _ks(k)
-    table = qrels if isinstance(qrels, pl.DataFrame) and c.GAIN in qrels.columns else None
-    judged = table if table is not None else read_qrels(qrels)
+    judged = judgements(qrels)
     parts: list[pl.LazyFrame] = []
     ids: list[pl.LazyFrame] = []
     if candidates is not None:

@@ -144,3 +144,11 @@ def read_qrels(source: Any, *, gain: Gain = None, split: str = "test") -> pl.Dat
     return frame.with_columns(grade.cast(pl.Int64), _gain(grade, gain).alias(c.GAIN)).unique(
         [c.QUERY_ID, c.DOC_ID], keep="last", maintain_order=True
     )
+
+
+def judgements(qrels: Any) -> pl.DataFrame:
+    """``qrels`` as :func:`read_qrels` gives them: a frame that already has a ``gain``
+    column is taken as it is, anything else is read."""
+    if isinstance(qrels, pl.DataFrame) and c.GAIN in qrels.columns:
+        return qrels
+    return read_qrels(qrels)

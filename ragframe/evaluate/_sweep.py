@@ -23,7 +23,7 @@ import polars as pl
 from ragframe import schema as c
 from ragframe.errors import ConfigError
 from ragframe.evaluate._evaluate import evaluate_contexts
-from ragframe.evaluate._qrels import read_qrels
+from ragframe.evaluate._qrels import judgements
 from ragframe.evaluate._result import SweepResult, summarize_sweep
 from ragframe.postprocess import PostprocessConfig
 from ragframe.postprocess import _stages as stages
@@ -110,11 +110,7 @@ def sweep(
     """
     configs, varied = configurations(grid)
     base = _baseline(configs, baseline)
-    judged = (
-        read_qrels(qrels)
-        if not isinstance(qrels, pl.DataFrame) or c.GAIN not in qrels.columns
-        else qrels
-    )
+    judged = judgements(qrels)
     store = None if chunks is None else c.to_lazy(chunks, "chunks")
     prepared: dict[tuple[Any, ...], stages.Prepared] = {}
     selected: dict[tuple[Any, ...], pl.DataFrame] = {}
