@@ -16,6 +16,7 @@ import polars as pl
 from ragframe import schema as c
 from ragframe.errors import RagframeError
 from ragframe.evaluate._result import HIGH, LOW, PARETO, SweepResult
+from ragframe.io import write_atomically
 
 
 def _pyplot() -> Any:
@@ -106,8 +107,6 @@ def _png(figure: Any) -> str:
 
 def write_report(result: SweepResult, path: str | os.PathLike[str]) -> None:
     """A self-contained HTML report (plots inline) of a sweep, written atomically."""
-    from ragframe.io import write_atomically
-
     figures = [plot_pareto(result)[0], plot_distribution(result)[0]]
     if "max_characters" in result.parameters:
         figures.insert(0, plot_budget(result)[0])

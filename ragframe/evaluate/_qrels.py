@@ -12,6 +12,7 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe.errors import RagframeError, SchemaError
+from ragframe.io import read_table
 
 Gain = Mapping[int, float] | Callable[[pl.Expr], pl.Expr] | None
 """How grades become gains: a mapping (grades it lacks gain 0), an expression builder,
@@ -75,7 +76,7 @@ def _beir(folder: Path, split: str) -> pl.DataFrame:
     )
 
 
-def _typed_ids(frame: pl.DataFrame) -> pl.DataFrame:
+def typed_ids(frame: pl.DataFrame) -> pl.DataFrame:
     """Ids as integers when every id of a column is an integer, else strings."""
     out = frame
     for name in (c.QUERY_ID, c.DOC_ID):
@@ -127,8 +128,6 @@ def read_qrels(source: Any, *, gain: Gain = None, split: str = "test") -> pl.Dat
         elif not path.is_file():
             raise RagframeError(f"qrels not found: {os.fspath(path)}")
         elif path.suffix.lower() in (".parquet", ".pq", ".arrow", ".ipc", ".feather", ".csv"):
-            from ragframe.io import read_table
-
             frame = read_table(path)
         else:
             frame = _trec_qrels(path)
@@ -136,7 +135,7 @@ def read_qrels(source: Any, *, gain: Gain = None, split: str = "test") -> pl.Dat
         frame = c.to_lazy(source, "qrels").collect()
     c.require_columns(frame.schema, [c.QUERY_ID, c.DOC_ID, c.RELEVANCE], "qrels")
     c.require_kind(frame.schema, c.RELEVANCE, ["int", "float"], "qrels")
-    frame = _typed_ids(frame.select(c.QUERY_ID, c.DOC_ID, c.RELEVANCE))
+    frame = typed_ids(frame.select(c.QUERY_ID, c.DOC_ID, c.RELEVANCE))
     if frame[c.QUERY_ID].null_count() or frame[c.DOC_ID].null_count():
         raise SchemaError("qrels: query_id and doc_id must not be null")
     frame = frame.filter(pl.col(c.RELEVANCE).is_not_null())

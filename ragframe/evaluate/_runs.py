@@ -11,7 +11,8 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe.errors import RagframeError
-from ragframe.evaluate._qrels import whitespace_fields
+from ragframe.evaluate._qrels import typed_ids, whitespace_fields
+from ragframe.io import write_atomically
 
 
 def document_ranking(candidates: Any) -> pl.LazyFrame:
@@ -80,9 +81,7 @@ def read_run(path: str | os.PathLike[str]) -> pl.DataFrame:
             f"{os.fspath(path)}, line {bad['line_number'][0]}: rank must be an integer and "
             f"score a number ({bad.height} such lines)"
         )
-    from ragframe.evaluate._qrels import _typed_ids
-
-    return _typed_ids(typed.drop("line_number"))
+    return typed_ids(typed.drop("line_number"))
 
 
 def write_run(run: Any, path: str | os.PathLike[str], *, tag: str = "ragframe") -> None:
@@ -97,8 +96,6 @@ def write_run(run: Any, path: str | os.PathLike[str], *, tag: str = "ragframe") 
     table = frame.select(
         c.QUERY_ID, pl.lit("Q0").alias("q0"), c.DOC_ID, c.RANK, c.SCORE, pl.lit(tag).alias("tag")
     )
-    from ragframe.io import write_atomically
-
     write_atomically(
         path,
         lambda tmp: table.write_csv(tmp, separator=" ", include_header=False, quote_style="never"),
