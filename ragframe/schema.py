@@ -72,6 +72,9 @@ END = "end"
 """Character offsets of a passage (also of tokens, runs and fragments inside the
 highlighter's frames)."""
 SCORE = "score"
+REQUEST_ORDER = "request_order"
+"""A request's global output position, added before requests are partitioned
+(:func:`ragframe.partition.fetch_order`)."""
 
 # fetch strategy values (the ``strategy`` column)
 FULL = "full"
