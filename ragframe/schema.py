@@ -56,6 +56,14 @@ BLOCK_COLUMNS: tuple[str, ...] = (
     TRUNCATED,
     CHUNK_INDEXES,
 )
+TOKEN_COUNT = "token_count"
+"""A block's length in tokens: an output column when a tokenizer is set, right after
+``char_count`` (:data:`TOKEN_BLOCK_COLUMNS`)."""
+TOKEN_BLOCK_COLUMNS: tuple[str, ...] = (
+    *BLOCK_COLUMNS[: BLOCK_COLUMNS.index(CHAR_COUNT) + 1],
+    TOKEN_COUNT,
+    *BLOCK_COLUMNS[BLOCK_COLUMNS.index(CHAR_COUNT) + 1 :],
+)
 
 # fetch
 QUERY = "query"
@@ -107,6 +115,9 @@ CONTEXT_NDCG = "context_ndcg"
 BLOCKS = "blocks"
 CHARS_USED = "chars_used"
 BUDGET_SHARE = "budget_share"
+TOKENS_USED = "tokens_used"
+"""The tokens of a query's blocks (from ``token_count``, where the blocks have it)."""
+TOKEN_BUDGET_SHARE = "token_budget_share"
 RELEVANT_SHARE = "relevant_share"
 UNJUDGED_SHARE = "unjudged_share"
 DUPLICATE_CHARS = "duplicate_chars"
@@ -156,6 +167,8 @@ T_TOTAL = TMP + "total"
 """The running length of a query's blocks, up to and with this one (rule 10)."""
 T_CHARS = TMP + "chars"
 """A block's length in code points."""
+T_TOKENS = TMP + "tokens"
+"""A block's length in tokens (null: not counted yet)."""
 T_TEXT = TMP + "text"
 T_LENGTH = TMP + "length"
 T_FULL_TEXT = TMP + "full_text"

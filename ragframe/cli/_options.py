@@ -2,10 +2,11 @@
 
 Each field ``name`` becomes ``--name`` (underscores as hyphens, plus any older spellings
 kept for compatibility) with ``dest=name``. Its type and choices come from the field's
-type hint (``int``: digits only, see :func:`._common.integer`; ``float``; ``str``; or a
-``Literal`` of strings), its help from the ``Args:`` section of the docstring of the
-class that defines the field, and the help always ends with the default. Values are
-only parsed here; the config checks their range.
+type hint (``int``: digits only, see :func:`._common.integer`; ``float``; ``str``; a
+``Literal`` of strings; or a union that takes a string, given as that string, such as a
+tokenizer spec), its help from the ``Args:`` section of the docstring of the class that
+defines the field, and the help always ends with the default. Values are only parsed
+here; the config checks their range.
 """
 
 from __future__ import annotations
@@ -113,6 +114,8 @@ def _value_options(hint: Any) -> dict[str, Any]:
         return {"type": type(choices[0]), "choices": choices}
     if hint in (int, float, str):
         return {"type": _PARSERS[hint], "metavar": _METAVARS.get(hint)}
+    if str in typing.get_args(hint):  # a union that takes a spec string (a tokenizer)
+        return {"type": str, "metavar": "SPEC"}
     raise TypeError(f"no command-line option for a field of type {hint!r}")
 
 

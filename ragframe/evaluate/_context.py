@@ -10,6 +10,8 @@ With R the number of relevant judged documents (gain > 0):
   first block (discount log2(block_rank + 2)), / the ideal DCG over min(R, k)
   positions, k = max_blocks when given, else the query's number of blocks;
 * ``chars_used`` (sum of ``char_count``) and ``budget_share`` (/ max_characters);
+  where the blocks have ``token_count`` (postprocess with a tokenizer), also
+  ``tokens_used`` and, given ``max_tokens``, ``token_budget_share``;
 * ``relevant_share``: characters of blocks of relevant documents / all characters;
   ``unjudged_share``: characters of blocks of documents without a judgement;
 * ``duplicate_chars``: characters of the source documents that more than one block
@@ -76,8 +78,9 @@ def duplicate_chars(
     return both.select(*key, (pl.col(c.T_TOTAL) - pl.col(c.T_CHARS)).alias(c.DUPLICATE_CHARS))
 
 
-def _per_query(rows: pl.LazyFrame, key: list[str]) -> pl.LazyFrame:
-    """The sums over each query's blocks (rows sorted by ``key`` and block rank)."""
+def _per_query(rows: pl.LazyFrame, key: list[str], tokens: bool = False) -> pl.LazyFrame:
+    """The sums over each query's blocks (rows sorted by ``key`` and block rank); with
+    ``tokens``, their ``token_count`` too."""
     relevant = pl.col(c.GAIN) > 0
     chars = pl.col(c.CHAR_COUNT)
     starts = _starts(key)
@@ -98,8 +101,17 @@ def _per_query(rows: pl.LazyFrame, key: list[str]) -> pl.LazyFrame:
             pl.col(c.BLOCK_RANK).filter(relevant).min().alias(c.FIRST_RELEVANT_RANK),
             pl.col(c.T_POSITION).filter(relevant).first().alias(c.FIRST_RELEVANT_OFFSET),
             pl.col(c.TRUNCATED).sum().cast(pl.Int64).alias(c.TRUNCATED_BLOCKS),
+            *([pl.col(c.TOKEN_COUNT).sum().cast(pl.Int64).alias(c.TOKENS_USED)] if tokens else []),
         )
     )
+
+
+def _token_metrics(max_tokens: int | str | None) -> list[pl.Expr]:
+    """``tokens_used`` and, with a token budget, ``token_budget_share``."""
+    used = pl.col(c.TOKENS_USED).fill_null(0)
+    cap = _budget(max_tokens)
+    share = [] if cap is None else [(used / cap).cast(pl.Float64).alias(c.TOKEN_BUDGET_SHARE)]
+    return [used.alias(c.TOKENS_USED), *share]
 
 
 def _budget(value: int | str | None) -> pl.Expr | None:
@@ -118,6 +130,7 @@ def context_metrics(
     chunks: pl.LazyFrame | None = None,
     by: Sequence[str] = (),
     budgets: pl.LazyFrame | None = None,
+    max_tokens: int | str | None = None,
 ) -> pl.LazyFrame:
     """The context metrics of every query with blocks or judgements (see the module
     docstring). ``blocks`` as ``postprocess`` gives them; ``qrels`` with gains.
@@ -125,18 +138,27 @@ def context_metrics(
     ``by``: columns of ``blocks`` that tell apart several contexts of one query (a
     sweep's configuration): every query of ``qrels`` is then reported for each value of
     ``by`` in ``budgets``, a frame keyed by ``by`` whose columns the budgets may name
-    (``max_blocks="max_blocks"``)."""
+    (``max_blocks="max_blocks"``). Blocks with ``token_count`` also give the token
+    metrics (``max_tokens``: the token budget)."""
     key = [*by, c.QUERY_ID]
+    tokens = c.TOKEN_COUNT in blocks.collect_schema()
     judged = qrels.select(c.QUERY_ID, c.DOC_ID, c.GAIN, pl.lit(True).alias(c.JUDGED))
     rows = (
-        blocks.select(*key, c.BLOCK_RANK, c.ENTITY_ID, c.CHAR_COUNT, c.TRUNCATED)
+        blocks.select(
+            *key,
+            c.BLOCK_RANK,
+            c.ENTITY_ID,
+            c.CHAR_COUNT,
+            c.TRUNCATED,
+            *([c.TOKEN_COUNT] if tokens else []),
+        )
         .join(
             judged, left_on=[c.QUERY_ID, c.ENTITY_ID], right_on=[c.QUERY_ID, c.DOC_ID], how="left"
         )
         .with_columns(pl.col(c.GAIN).fill_null(0.0), pl.col(c.JUDGED).fill_null(False))
         .sort(*key, c.BLOCK_RANK)
     )
-    per_query = _per_query(rows, key)
+    per_query = _per_query(rows, key, tokens)
     counts = relevant_counts(qrels)
     judged_queries = counts.select(c.QUERY_ID)
     if by:
@@ -187,6 +209,7 @@ def context_metrics(
         pl.col(c.BLOCKS).fill_null(0),
         used.alias(c.CHARS_USED),
         budget.alias(c.BUDGET_SHARE),
+        *(_token_metrics(max_tokens) if tokens else []),
         (pl.col(c.T_TOTAL).fill_null(0) / used_or_null).alias(c.RELEVANT_SHARE),
         (pl.col(c.T_LENGTH).fill_null(0) / used_or_null).alias(c.UNJUDGED_SHARE),
         duplicates.alias(c.DUPLICATE_CHARS),

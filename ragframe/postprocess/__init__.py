@@ -22,6 +22,9 @@ Parameters                            :mod:`._config` (:class:`PostprocessConfig
 8. block fields                       :mod:`._kernels._merge` and :mod:`._merge`
 9. order blocks                       :mod:`._merge` (``_rule9_order``)
 10. budget, truncation                :mod:`._budget`
+Budgets in tokens                     tokenizers :mod:`._tokens`; rules 5-9 with the
+(``length="tokens"``)                 cap in tokens :mod:`._token_merge`; rule 10 in
+                                      tokens :mod:`._token_budget`
 ====================================  ===================================================
 
 Compiled kernels and their cache: :mod:`._kernels` (see its docstring).
@@ -36,15 +39,24 @@ import polars as pl
 
 from ragframe._validate import as_config
 from ragframe.postprocess import _inputs, _missing, _stages
-from ragframe.postprocess._config import MissingTextPolicy, OverlapMode, PostprocessConfig
+from ragframe.postprocess._config import (
+    LengthMode,
+    MissingTextPolicy,
+    OverlapMode,
+    PostprocessConfig,
+)
+from ragframe.postprocess._tokens import TokenCounter, token_counter
 from ragframe.schema import Frame, to_lazy
 
 __all__ = [
+    "LengthMode",
     "MissingTextPolicy",
     "OverlapMode",
     "PostprocessConfig",
+    "TokenCounter",
     "missing_text_counts",
     "postprocess",
+    "token_counter",
 ]
 
 
@@ -81,7 +93,8 @@ def postprocess(
         ``query_id, block_rank, entity_type, entity_id, start_chunk_index,
         end_chunk_index, text, max_similarity, avg_similarity, source_chunk_count,
         rerank_score, ranking_score, char_count, truncated, chunk_indexes`` and the
-        passthrough columns. ``entity_type``/``entity_id`` are those of the group's
+        passthrough columns; with a tokenizer, ``token_count`` (the block text's own
+        count) after ``char_count``. ``entity_type``/``entity_id`` are those of the group's
         first chunk as they were in the input: a null stays null (grouping reads it as
         "" and 0, or "" for string ids); without an ``entity_type`` column it is null.
         Lengths are Unicode code points.

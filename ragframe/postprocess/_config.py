@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from ragframe._validate import set_ints, set_unit_float
 from ragframe.errors import ConfigError
+from ragframe.postprocess._tokens import SPEC_FORMS, TokenCounter, token_counter
 
 OverlapMode = Literal["text", "offsets"]
 MissingTextPolicy = Literal["error", "empty", "drop"]
 """What a candidate without a row in the chunk store gets (SPEC 1, "Missing text")."""
+LengthMode = Literal["chars", "tokens"]
+"""What rule 6's block cap and rule 10's budget count (SPEC 1, "Budgets in tokens")."""
+TokenizerLike: TypeAlias = TokenCounter | str | object
+"""A tokenizer as :func:`ragframe.postprocess.token_counter` takes it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,6 +43,20 @@ class PostprocessConfig:
             DataError naming how many candidates and queries miss text and the first
             keys), ``"empty"`` (treated as empty text, like null text) or ``"drop"``
             (dropped before ranking). Only read when a chunk store is given.
+        length: what the block cap (rule 6) and the budget (rule 10) count:
+            ``"chars"`` (the seed: ``max_merged_block_characters`` and
+            ``max_characters``) or ``"tokens"`` (opt-in: ``max_block_tokens`` and
+            ``max_tokens``, counted by ``tokenizer`` on the text they measure; the
+            character limits are then not read).
+        tokenizer: what counts tokens: a spec ('tiktoken:ENCODING' or
+            'hf:PATH/tokenizer.json'), a tiktoken encoding, a tokenizers Tokenizer, an
+            object with ``count(texts)`` or a callable counting a batch of texts. Needed
+            for ``length="tokens"``; with ``"chars"`` it only adds ``token_count`` to the
+            output.
+        max_block_tokens: largest merged block, in tokens; a chunk that would take the
+            merged block's text over it starts a new block (>= 1; ``length="tokens"``).
+        max_tokens: total tokens kept per query; a first block over it is cut to its
+            longest prefix within it, then at a word boundary (>= 1; ``length="tokens"``).
 
     Integers may be Python or numpy integers (not bools), at most ``2**62``
     (:data:`ragframe._validate.MAX_COUNT`); ``min_similarity`` any real number in [0, 1].
@@ -58,6 +77,10 @@ class PostprocessConfig:
     max_merged_block_characters: int = 2000
     overlap: OverlapMode = "text"
     missing_text: MissingTextPolicy = "error"
+    length: LengthMode = "chars"
+    tokenizer: TokenizerLike | None = None
+    max_block_tokens: int = 500
+    max_tokens: int = 2000
 
     def __post_init__(self) -> None:
         set_ints(
@@ -77,3 +100,22 @@ class PostprocessConfig:
             raise ConfigError(
                 f"missing_text must be 'error', 'empty' or 'drop', got {self.missing_text!r}"
             )
+        self._check_tokens()
+
+    def _check_tokens(self) -> None:
+        """The token fields (SPEC 1, "Budgets in tokens"); the tokenizer as a counter."""
+        set_ints(self, {"max_block_tokens": 1, "max_tokens": 1})
+        if self.length not in ("chars", "tokens"):
+            raise ConfigError(f"length must be 'chars' or 'tokens', got {self.length!r}")
+        if self.tokenizer is not None:
+            object.__setattr__(self, "tokenizer", token_counter(self.tokenizer))
+        elif self.length == "tokens":
+            raise ConfigError(
+                f"length='tokens' needs a tokenizer ({SPEC_FORMS}, a tiktoken encoding, a "
+                "tokenizers Tokenizer or a callable counting a batch of texts), got None"
+            )
+
+    @property
+    def counter(self) -> TokenCounter | None:
+        """The tokenizer as a :class:`~ragframe.postprocess.TokenCounter` (None: none)."""
+        return self.tokenizer if isinstance(self.tokenizer, TokenCounter) else None

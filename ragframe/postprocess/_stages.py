@@ -7,7 +7,7 @@ step            SPEC 1                                           parameters read
 :func:`prepare`  input columns, text source, missing text        :data:`PREPARE_FIELDS`
 :func:`select`   rules 1-4 (ranking, distinct top-K, threshold)  :data:`SELECT_FIELDS`
 :func:`merge`    rules 5-9 (sort, group, merge, order blocks)    :data:`MERGE_FIELDS`
-:func:`budget`   rule 10 (block and character budgets)           the budget's two
+:func:`budget`   rule 10 (block and character/token budgets)     the budget's two
 :func:`finish`   missing text's default: an error when collected  none
 ==============  ==============================================  ==========================
 """
@@ -19,14 +19,28 @@ from dataclasses import dataclass
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.postprocess import _inputs, _merge, _missing, _select
-from ragframe.postprocess._budget import budget
+from ragframe.postprocess import (
+    _budget,
+    _inputs,
+    _merge,
+    _missing,
+    _select,
+    _token_budget,
+    _token_merge,
+)
 from ragframe.postprocess._config import PostprocessConfig
 from ragframe.schema import Frame, to_lazy
 
 PREPARE_FIELDS = ("overlap", "missing_text")
 SELECT_FIELDS = ("top_k", "min_similarity")
-MERGE_FIELDS = ("max_chunk_gap", "max_merged_block_characters", "overlap")
+MERGE_FIELDS = (
+    "max_chunk_gap",
+    "max_merged_block_characters",
+    "overlap",
+    "length",
+    "tokenizer",
+    "max_block_tokens",
+)
 
 __all__ = ["MERGE_FIELDS", "PREPARE_FIELDS", "SELECT_FIELDS", "budget"]
 
@@ -90,9 +104,23 @@ def select(prepared: Prepared, config: PostprocessConfig) -> pl.LazyFrame:
 
 def merge(prepared: Prepared, kept: pl.LazyFrame, config: PostprocessConfig) -> pl.LazyFrame:
     """Rules 5-9: one row per block, each query's blocks in rule 9's order."""
+    gap, overlap, counter = config.max_chunk_gap, config.overlap, config.counter
+    if config.length == "tokens" and counter is not None:  # the cap in tokens: its own path
+        cap = config.max_block_tokens
+        p = prepared
+        return _token_merge.blocks(kept, gap, cap, counter, overlap, p.passthrough, p.typed)
     cap = config.max_merged_block_characters
-    gap, overlap = config.max_chunk_gap, config.overlap
     return _merge.blocks(kept, gap, cap, overlap, prepared.passthrough, prepared.typed)
+
+
+def budget(blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]) -> pl.LazyFrame:
+    """Rule 10 on :func:`merge`'s blocks: in characters (the seed) or tokens; with a
+    tokenizer, the output has each block's ``token_count``."""
+    if config.length == "tokens":
+        return _token_budget.budget(blocks, config, passthrough)
+    out = _budget.budget(blocks, config, passthrough)
+    counter = config.counter
+    return out if counter is None else _token_budget.with_token_counts(out, counter, passthrough)
 
 
 def finish(prepared: Prepared, blocks: pl.LazyFrame) -> pl.LazyFrame:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from ragframe.reference._text import normalize, remove_overlap, truncate
+from ragframe.reference._tokens import block_fits, budget_tokens, in_tokens, tokens
 
 
 class PostprocessParams(Protocol):
@@ -27,6 +28,10 @@ class PostprocessParams(Protocol):
     max_merged_block_characters: int
     overlap: str
     missing_text: str
+    length: str
+    tokenizer: Any
+    max_block_tokens: int
+    max_tokens: int
 
 
 def adaptive_threshold(selected: int, top_k: int, min_similarity: float) -> float:
@@ -127,7 +132,7 @@ def _merge(group: list[_Chunk], config: PostprocessParams) -> list[_Block]:
                 app = append_by_offsets(cur.char_end, ch)
             else:
                 app = remove_overlap(cur.text, ch.text)
-            if fits and len(cur.text) + len(app) <= config.max_merged_block_characters:
+            if fits and block_fits(config, cur.text + app):
                 cur.text += app
                 cur.end = ch.chunk_index
                 cur.max_sim = max(cur.max_sim, ch.similarity)
@@ -161,6 +166,8 @@ def _blocks(chunks: list[_Chunk], config: PostprocessParams, zero: Any) -> list[
 
 
 def _budget(blocks: list[_Block], config: PostprocessParams) -> list[tuple[_Block, str, bool]]:
+    if in_tokens(config):
+        return budget_tokens(blocks, config)
     out: list[tuple[_Block, str, bool]] = []
     total = 0
     for block in blocks:
@@ -197,6 +204,7 @@ def _row(
     text: str,
     truncated: bool,
     passthrough: list[str],
+    config: PostprocessParams,
 ) -> dict[str, Any]:
     first = block.first
     out = {
@@ -213,6 +221,7 @@ def _row(
         "rerank_score": block.rerank,
         "ranking_score": block.rerank if block.rerank is not None else block.max_sim,
         "char_count": len(text),
+        **({"token_count": tokens(config, text)} if getattr(config, "tokenizer", None) else {}),
         "truncated": truncated,
         "chunk_indexes": list(block.indexes),
     }
@@ -315,5 +324,5 @@ def postprocess_reference(
     for query_id in sorted(by_query):
         chosen = _budget(_blocks(by_query[query_id], config, zero), config)
         for rank, (block, text, truncated) in enumerate(chosen):
-            out.append(_row(query_id, rank, block, text, truncated, passthrough))
+            out.append(_row(query_id, rank, block, text, truncated, passthrough, config))
     return out

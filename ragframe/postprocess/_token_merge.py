@@ -1,0 +1,252 @@
+"""Rules 5-9 with rule 6's block cap in tokens (SPEC 1, "Budgets in tokens").
+
+Whether a chunk joins its block depends on the token count of the merged text, which
+is not the sum of the pieces' counts (BPE merges across the seam), so the merge is
+sequential within a group. It runs in rounds over every group at once: round ``j``
+appends the ``j``-th chunk of each group to that group's current block, all the
+appends of the round are counted in one batch call of the tokenizer, and each append
+is kept when its count is within ``max_block_tokens`` (else the chunk starts a new
+block). Rounds: at most the chunks of the largest group, less one.
+
+No count is skipped on a bound: a BPE count is neither monotone in the text nor
+additive, so every merged text is counted as it is, and a block's count is its own
+text's. A block of one chunk is not counted here (no decision needs it): rule 10
+counts those it reaches (:mod:`._token_budget`).
+
+The text of each append is the character merge's own: the compiled merge
+(:func:`ragframe.postprocess._kernels._merge.merge`) run on pairs (the block's text,
+the chunk) with no character cap gives ``block + remove_overlap(block, chunk)``
+(rule 7), or the offsets mode's append, byte for byte as the character mode builds it.
+Rule 5's order and rule 9's come from :mod:`._merge` as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from ragframe import schema as c
+from ragframe._arrow import strings
+from ragframe._validate import MAX_COUNT
+from ragframe.postprocess._kernels._compile import F64, I64, Bools
+from ragframe.postprocess._kernels._merge import merge
+from ragframe.postprocess._merge import (
+    _STATS,
+    MergeOrder,
+    _rule9_order,
+    _runs,
+    _segment_starts,
+    merge_order,
+)
+from ragframe.postprocess._tokens import TokenCounter, count_texts
+
+Offsets = tuple[I64, I64]
+"""``start_char`` and ``end_char`` of every row (input order)."""
+
+
+class Assignment(NamedTuple):
+    """Which rows start a block, and each block's text and count after each row (merge
+    order); a block's own are those after its last row."""
+
+    starts: Bools
+    text: I64
+    """The block's text after the row: its place in ``pool``."""
+    tokens: I64
+    """The block's token count after the row (-1: one chunk, not counted)."""
+    pool: pl.Series
+    """The input texts (input order), then the kept appends of each round."""
+
+
+def appended(
+    pool: pl.Series, block: I64, chunk: I64, ends: tuple[I64, I64, I64] | None
+) -> pl.Series:
+    """Each block text (``pool[block[i]]``) with its chunk's text (``pool[chunk[i]]``)
+    appended as rule 6 appends it: overlap removed by text (rule 7), or, with ``ends``
+    (the block's last character, the chunk's start and end), by offsets."""
+    k = len(block)
+    order = np.empty(2 * k, dtype=np.int64)
+    order[0::2], order[1::2] = block, chunk
+    first = np.zeros(2 * k, dtype=np.bool_)
+    first[0::2] = True
+    offsets: tuple[I64 | None, I64 | None] = (None, None)
+    if ends is not None:
+        start, end = np.zeros(2 * k, dtype=np.int64), np.zeros(2 * k, dtype=np.int64)
+        end[0::2], start[1::2], end[1::2] = ends
+        offsets = (start, end)
+    pairs = merge(
+        pool,
+        order,
+        first,
+        np.tile(np.array([0, 1], dtype=np.int64), k),
+        np.zeros(2 * k),
+        np.full(2 * k, np.nan),
+        1,
+        MAX_COUNT,
+        *offsets,
+    )
+    if not (pairs.starts[0::2].all() and not pairs.starts[1::2].any()):
+        raise RuntimeError("internal error: a pair did not merge in the token merge")
+    return strings(pairs.buffer, pairs.begin[0::2], pairs.size[0::2])
+
+
+def assign(
+    texts: pl.Series,
+    rows: MergeOrder,
+    offsets: Offsets | None,
+    max_gap: int,
+    cap: int,
+    counter: TokenCounter,
+) -> Assignment:
+    """Rule 6 with the cap in tokens, in rounds over every group (module docstring).
+    ``texts`` in input order, no nulls; ``rows`` their merge order."""
+    order, index = rows.order, rows.chunk_index
+    first = np.flatnonzero(rows.group_start)
+    sizes = np.diff(np.append(first, len(order)))
+    starts = rows.group_start.copy()
+    text = order.copy()  # a row that starts a block: its own text
+    tokens = np.full(len(order), -1, dtype=np.int64)
+    char_end = offsets[1][order] if offsets is not None else None
+    pool, size = [texts], len(texts)
+    for j in range(1, int(sizes.max(initial=1))):  # rounds, never rows
+        row = first[sizes > j] + j
+        close = index[row] - index[row - 1] <= max_gap
+        near = row[close]
+        starts[row[~close]] = True  # past the gap: a new block, nothing to count
+        if not len(near):
+            continue
+        ends = None
+        if offsets is not None and char_end is not None:
+            ends = (char_end[near - 1], offsets[0][order[near]], offsets[1][order[near]])
+        merged = appended(pl.concat(pool, rechunk=False), text[near - 1], order[near], ends)
+        counts = count_texts(counter, merged)  # one batch per round
+        fits = counts <= cap
+        joined = near[fits]
+        starts[near[~fits]] = True
+        text[joined] = size + np.arange(len(joined))
+        tokens[joined] = counts[fits]
+        if char_end is not None:
+            char_end[joined] = np.maximum(char_end[joined - 1], char_end[joined])
+        pool.append(merged.filter(pl.Series(fits)))
+        size += len(joined)
+    return Assignment(starts, text, tokens, pl.concat(pool, rechunk=False))
+
+
+def _sums(values: F64, firsts: I64, lengths: I64) -> F64:
+    """Each block's sum of ``values``, added in row order (as the character merge adds)."""
+    total = values[firsts].copy()
+    for k in range(1, int(lengths.max(initial=1))):  # positions in a block, never rows
+        more = lengths > k
+        total[more] += values[firsts[more] + k]
+    return total
+
+
+def _frame(
+    parts: pl.DataFrame, rows: MergeOrder, blocks: Assignment, first: dict[str, str], typed: bool
+) -> pl.DataFrame:
+    """One row per block in rule 9's order, with the character merge's columns and the
+    block's token count (null: one chunk, not counted)."""
+    order, n = rows.order, len(rows.order)
+    firsts = np.flatnonzero(blocks.starts)
+    lengths = np.diff(np.append(firsts, n))
+    lasts = firsts + lengths - 1
+    sim = parts[c.T_SIM].to_numpy()[order]
+    rerank = parts[c.RERANK_SCORE].cast(pl.Float64).to_numpy()[order]  # null: NaN
+    top = np.maximum.reduceat(sim, firsts) if n else sim
+    top_rerank = np.fmax.reduceat(rerank, firsts) if n else rerank  # NaN only if all are
+    score = np.where(np.isnan(top_rerank), top, top_rerank)
+    texts = blocks.pool.gather(blocks.text[lasts])
+    chars = texts.str.len_chars().cast(pl.Int64).to_numpy()
+    group = _segment_starts(rows.group_start)[firsts]
+    ties = (rows.rank[group], rows.chunk_index[group], rows.entity[firsts]) if typed else None
+    ranked, block_rank, running = _rule9_order(rows.query_start[firsts], score, chars, ties)
+    heads, group_heads = pl.Series(order[firsts[ranked]]), pl.Series(order[group[ranked]])
+    count = lengths[ranked]
+    tokens = blocks.tokens[lasts[ranked]]
+    members = _runs(firsts[ranked], count)
+    return pl.DataFrame(
+        {
+            **{name: parts[name].gather(group_heads) for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
+            **{name: parts[column].gather(heads) for column, name in first.items()},
+            c.END_CHUNK_INDEX: rows.chunk_index[lasts[ranked]],
+            c.TEXT: texts.gather(pl.Series(ranked)),
+            c.T_CHARS: chars[ranked],
+            c.MAX_SIMILARITY: top[ranked],
+            c.AVG_SIMILARITY: _sums(sim, firsts, lengths)[ranked] / count,
+            c.SOURCE_CHUNK_COUNT: count,
+            c.RERANK_SCORE: pl.Series(top_rerank[ranked], dtype=pl.Float64).fill_nan(None),
+            c.RANKING_SCORE: score[ranked],
+            c.CHUNK_INDEXES: pl.Series(
+                pa.LargeListArray.from_arrays(
+                    pa.array(np.r_[0, np.cumsum(count)]), pa.array(rows.chunk_index[members])
+                )
+            ),
+            c.BLOCK_RANK: block_rank,
+            c.T_TOTAL: running,
+            c.T_TOKENS: pl.Series(tokens, dtype=pl.Int64).replace(-1, None),
+        }
+    )
+
+
+def _kernel(
+    max_gap: int,
+    cap: int,
+    counter: TokenCounter,
+    by_offsets: bool,
+    first: dict[str, str],
+    typed: bool,
+) -> Callable[[pl.Series], pl.Series]:
+    """The token merge over whole columns (rows in any order), as the character merge's
+    kernel gives its blocks (:func:`ragframe.postprocess._merge.blocks`)."""
+
+    def kernel(batch: pl.Series) -> pl.Series:
+        parts = batch.struct.unnest()
+        rows = merge_order(parts, typed)
+        offsets = None
+        if by_offsets:
+            offsets = tuple(parts[n].cast(pl.Int64).to_numpy() for n in (c.START_CHAR, c.END_CHAR))
+        texts = parts[c.TEXT].fill_null("")
+        blocks = assign(texts, rows, offsets, max_gap, cap, counter)  # type: ignore[arg-type]
+        return _frame(parts, rows, blocks, first, typed).to_struct(batch.name)
+
+    return kernel
+
+
+def blocks(
+    kept: pl.LazyFrame,
+    max_gap: int,
+    cap: int,
+    counter: TokenCounter,
+    overlap: str = "text",
+    passthrough: Sequence[str] = (),
+    typed: bool = True,
+) -> pl.LazyFrame:
+    """Rules 5-9 with the block cap ``cap`` in tokens: the character merge's blocks
+    (:func:`ragframe.postprocess._merge.blocks`, same columns and order) plus
+    ``c.T_TOKENS``, each block's token count where the merge counted it."""
+    by_offsets = overlap == "offsets"
+    offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
+    first = {
+        c.QUERY_ID: c.QUERY_ID,
+        c.CHUNK_INDEX: c.START_CHUNK_INDEX,
+        **{name: name for name in passthrough},
+    }
+    schema = kept.collect_schema()
+    fields: dict[str, Any] = {
+        **{name: schema[name] for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
+        **{name: schema[column] for column, name in first.items()},
+        **_STATS,
+        c.BLOCK_RANK: pl.Int64,
+        c.T_TOTAL: pl.Int64,
+        c.T_TOKENS: pl.Int64,
+    }
+    group = [c.T_TYPE, c.T_ENTITY, c.ENTITY_TYPE, c.ENTITY_ID]
+    columns = [c.TEXT, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *offsets, *group, *first]
+    inputs = pl.struct(*dict.fromkeys(columns))
+    kernel = inputs.map_batches(
+        _kernel(max_gap, cap, counter, by_offsets, first, typed), return_dtype=pl.Struct(fields)
+    )
+    return kept.select(kernel.alias(c.T_KERNEL)).unnest(c.T_KERNEL)

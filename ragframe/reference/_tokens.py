@@ -1,0 +1,73 @@
+"""The reference's token budgets (SPEC 1, "Budgets in tokens"), in plain Python: one
+text counted at a time, through the config's tokenizer (any object with
+``count(texts) -> counts``; the reference calls it with one text).
+
+With ``length="tokens"``, rule 6's cap is ``max_block_tokens`` on the merged text's own
+count, and rule 10's budget is ``max_tokens`` on the sum of the blocks' counts. A first
+block over the budget keeps its longest prefix within it, found by bisection over the
+prefix length (``lo = 0``, ``hi = len(text)``; while ``hi - lo > 1``: the middle
+prefix fits -> ``lo``, else ``hi``), then rule 10's whitespace cut on that prefix
+(its length plays the seed's ``r``) and the Java trim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
+
+from ragframe.reference._text import truncate
+
+
+class _HasText(Protocol):
+    text: str
+
+
+B = TypeVar("B", bound=_HasText)
+
+
+def tokens(config: Any, text: str) -> int:
+    """The token count of ``text`` by the config's tokenizer."""
+    return int(config.tokenizer.count([text])[0])
+
+
+def in_tokens(config: Any) -> bool:
+    """Whether the config counts its budgets in tokens."""
+    return getattr(config, "length", "chars") == "tokens"
+
+
+def block_fits(config: Any, text: str) -> bool:
+    """Rule 6's cap on the text a merge would give: its characters, or its tokens."""
+    if in_tokens(config):
+        return tokens(config, text) <= int(config.max_block_tokens)
+    return len(text) <= int(config.max_merged_block_characters)
+
+
+def truncate_tokens(config: Any, text: str, limit: int) -> str:
+    """The longest prefix within ``limit`` tokens (bisection), then rule 10's cut."""
+    lo, hi = 0, len(text)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tokens(config, text[:mid]) <= limit:
+            lo = mid
+        else:
+            hi = mid
+    return truncate(text, lo)
+
+
+def budget_tokens(blocks: Sequence[B], config: Any) -> list[tuple[B, str, bool]]:
+    """Rule 10 with the budget in tokens: blocks in order up to ``max_blocks``; the
+    first one alone truncated when it is over ``max_tokens``; stop at the first that
+    does not fit."""
+    out: list[tuple[B, str, bool]] = []
+    total = 0
+    for block in blocks:
+        if len(out) >= config.max_blocks:
+            break
+        count = tokens(config, block.text)
+        if total + count > config.max_tokens:
+            if not out and config.max_tokens - total > 0:
+                out.append((block, truncate_tokens(config, block.text, config.max_tokens), True))
+            break
+        out.append((block, block.text, False))
+        total += count
+    return out
