@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,12 @@ from ragframe.cli import main
 from ragframe.errors import ConfigError
 from ragframe.io import read_table, write_table
 from ragframe.postprocess import PostprocessConfig, token_counter
-from ragframe.postprocess._tokens import HuggingFaceCounter, TiktokenCounter, count_texts
+from ragframe.postprocess._tokens import (
+    HuggingFaceCounter,
+    TiktokenCounter,
+    _from_spec,
+    count_texts,
+)
 from tests.conftest import (
     CRANFIELD,
     assert_same_rows,
@@ -207,6 +213,16 @@ def test_tiktoken_counts_are_the_encoding_s() -> None:
 def test_bad_token_config(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         PostprocessConfig(**kwargs)
+
+
+@pytest.mark.parametrize("package", ["tiktoken", "tokenizers"])
+def test_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch, package: str) -> None:
+    monkeypatch.setitem(sys.modules, package, None)  # import fails as if not installed
+    spec = {"tiktoken": "tiktoken:cl100k_base", "tokenizers": "hf:tokenizer.json"}[package]
+    _from_spec.cache_clear()
+    with pytest.raises(ConfigError, match=rf"'{package}' package is not installed; .*\[tokens\]"):
+        PostprocessConfig(length="tokens", tokenizer=spec)
+    _from_spec.cache_clear()
 
 
 @pytest.mark.skipif(not HAS_TIKTOKEN, reason="tiktoken not installed")
