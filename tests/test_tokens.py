@@ -278,6 +278,19 @@ def test_truncation_keeps_the_longest_prefix_then_cuts_at_whitespace(run: Any) -
     assert got[0][c.CHAR_COUNT] == len("one two three")
 
 
+def test_truncation_stays_within_the_budget_when_the_trim_retokenizes(run: Any) -> None:
+    """A leading space saves a token here (as ``" word"`` is one token in cl100k where
+    ``"word"`` can be two): the longest prefix of 3 tokens, " one two three ", cut and
+    trimmed to "one two three", counts 4; the longest cut within 3 is taken instead."""
+
+    def spaced(texts: list[str]) -> list[int]:
+        return [len(t.split()) + (not t.startswith(" ")) for t in texts]
+
+    cfg = PostprocessConfig(length="tokens", tokenizer=spaced, max_tokens=3)
+    got = run(frame([cand(1, " one two three four", 0.9)]), cfg)
+    assert [(b[c.TEXT], b[c.TOKEN_COUNT], b[c.TRUNCATED]) for b in got] == [("one two", 3, True)]
+
+
 def test_token_budget_stops_at_the_first_block_over_it(run: Any) -> None:
     words = token_counter(lambda texts: [len(t.split()) for t in texts])
     cfg = PostprocessConfig(length="tokens", tokenizer=words, max_tokens=5)

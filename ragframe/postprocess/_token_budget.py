@@ -7,14 +7,20 @@ The longest prefix is found by bisection over prefix lengths in code points, in 
 over every truncated block at once (one batch count per round): ``lo = 0``, ``hi =
 len(text)`` (whose count is over the budget), and while ``hi - lo > 1`` the middle
 length's prefix is counted, ``lo = mid`` when it fits, else ``hi = mid``; the prefix is
-``text[:lo]``. Counts grow with the prefix for every real tokenizer almost always; where
-they do not, bisection still gives a prefix that fits (the reference bisects the same
-way). Then rule 10's cut on that prefix: its length ``L`` plays the seed's ``r``
-(positions ``L-1`` down to ``max(0, L-80) + 1``), and the result is Java-trimmed and
-counted again (``token_count`` is always the output text's own count).
-"""
+``text[:lo]``. (Counts nearly always grow with the prefix; where they do not,
+bisection still ends on a prefix that fits, and the reference bisects the same way.)
+Then rule 10's cut on that prefix: its length ``L`` plays the seed's ``r`` (positions
+``L-1`` down to ``max(0, L-80) + 1``), and the result is Java-trimmed.
+
+The budget is a guarantee: the output text is counted again, and where the cut and
+trim made it count more than the budget (trimming a leading space re-tokenizes the
+first word: ``" gumition"`` is one token fewer than ``"gumition"`` in cl100k), a second
+bisection over ``L`` in ``[0, L]`` finds the longest ``L`` whose cut and trimmed text
+fits, and that text is the block. ``token_count`` is always the output text's count."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import polars as pl
@@ -43,31 +49,12 @@ def counted(texts: pl.Expr, counter: TokenCounter) -> pl.Expr:
     return texts.map_batches(count, return_dtype=pl.Int64)
 
 
-def _bisect(texts: pl.Series, counter: TokenCounter, limit: int) -> I64:
-    """The bisection's prefix length of each text (module docstring), in rounds."""
-    lo = np.zeros(len(texts), dtype=np.int64)
-    hi = texts.str.len_chars().cast(pl.Int64).to_numpy().copy()
-    while True:
-        open_ = np.flatnonzero(hi - lo > 1)
-        if not len(open_):
-            return lo
-        mid = (lo[open_] + hi[open_]) // 2
-        heads = pl.DataFrame({"t": texts.gather(open_), "m": mid})
-        prefixes = heads.select(pl.col("t").str.slice(0, pl.col("m"))).to_series()
-        fits = count_texts(counter, prefixes) <= limit  # one batch per round
-        lo[open_[fits]] = mid[fits]
-        hi[open_[~fits]] = mid[~fits]
+Probe = Callable[[pl.Expr, pl.Expr], pl.Expr]
+"""The text a bisection counts at a length: ``(text, length) -> text``."""
 
 
-def longest_prefix(texts: pl.Expr, counter: TokenCounter, limit: int) -> pl.Expr:
-    """The length of the longest prefix of each non-null text within ``limit`` tokens,
-    by bisection (module docstring); null for a null text."""
-
-    def prefix(column: pl.Series) -> pl.Series:
-        present = column.is_not_null()
-        return _filled(_bisect(column.filter(present), counter, limit), present, column.name)
-
-    return texts.map_batches(prefix, return_dtype=pl.Int64)
+def _prefix(text: pl.Expr, length: pl.Expr) -> pl.Expr:
+    return text.str.slice(0, length)
 
 
 def cut(text: pl.Expr, limit: pl.Expr) -> pl.Expr:
@@ -81,6 +68,56 @@ def cut(text: pl.Expr, limit: pl.Expr) -> pl.Expr:
     return text.str.slice(0, at).str.strip_chars(TRIM_CHARS)
 
 
+def _at(texts: pl.Series, lengths: I64, probe: Probe) -> pl.Series:
+    """``probe`` of each text at its length."""
+    frame = pl.DataFrame({"t": texts, "m": lengths}, schema={"t": pl.String, "m": pl.Int64})
+    return frame.select(probe(pl.col("t"), pl.col("m"))).to_series()
+
+
+def _bisect(texts: pl.Series, hi: I64, counter: TokenCounter, limit: int, probe: Probe) -> I64:
+    """The largest length ``lo`` in ``[0, hi)`` at which ``probe``'s text fits in
+    ``limit`` tokens, by bisection (``hi``'s does not fit), in rounds over every text."""
+    lo, hi = np.zeros(len(texts), dtype=np.int64), hi.copy()
+    while len(open_ := np.flatnonzero(hi - lo > 1)):
+        mid = (lo[open_] + hi[open_]) // 2
+        fits = count_texts(counter, _at(texts.gather(open_), mid, probe)) <= limit
+        lo[open_[fits]] = mid[fits]
+        hi[open_[~fits]] = mid[~fits]
+    return lo
+
+
+def _truncate(texts: pl.Series, counter: TokenCounter, limit: int) -> tuple[pl.Series, I64]:
+    """Each text truncated to ``limit`` tokens (module docstring) and its count."""
+    longest = _bisect(
+        texts, texts.str.len_chars().cast(pl.Int64).to_numpy(), counter, limit, _prefix
+    )
+    out = _at(texts, longest, cut)
+    counts = count_texts(counter, out)
+    over = np.flatnonzero(counts > limit)  # the trim re-tokenized: the longest cut that fits
+    if len(over):
+        again = _bisect(texts.gather(over), longest[over], counter, limit, cut)
+        fixed = _at(texts.gather(over), again, cut)
+        out = out.scatter(over, fixed)
+        counts[over] = count_texts(counter, fixed)
+    return out, counts
+
+
+def truncated(texts: pl.Expr, counter: TokenCounter, limit: int) -> pl.Expr:
+    """Each non-null text truncated within ``limit`` tokens, with its token count
+    (a struct of ``c.TEXT`` and ``c.TOKEN_COUNT``); null for a null text."""
+    dtype = pl.Struct({c.TEXT: pl.String, c.TOKEN_COUNT: pl.Int64})
+
+    def run(column: pl.Series) -> pl.Series:
+        present = column.is_not_null()
+        out, counts = _truncate(column.filter(present), counter, limit)
+        rows = np.flatnonzero(present.to_numpy())
+        text = pl.Series(c.TEXT, [None] * len(column), dtype=pl.String).scatter(rows, out)
+        count = _filled(counts, present, c.TOKEN_COUNT)
+        return pl.struct(text, count, eager=True).alias(column.name)
+
+    return texts.map_batches(run, return_dtype=dtype)
+
+
 def budget(blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]) -> pl.LazyFrame:
     """Rule 10 in tokens on blocks in rule 9's order with their ``block_rank`` and, where
     the merge counted it, ``c.T_TOKENS`` (:func:`ragframe.postprocess._token_merge.blocks`)."""
@@ -89,22 +126,19 @@ def budget(blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[st
         raise RuntimeError("internal error: a token budget without a tokenizer")
     rank, tokens, text = pl.col(c.BLOCK_RANK), pl.col(c.T_TOKENS), pl.col(c.TEXT)
     unknown = pl.when(tokens.is_null()).then(text)  # blocks of one chunk, not counted yet
-    truncated = tokens > cap
+    over = tokens > cap
+    cut_text = pl.col(c.T_TEXT).struct.field(c.TEXT)
     return (
         blocks.filter(rank < config.max_blocks)
         .with_columns(pl.coalesce(tokens, counted(unknown, counter)).alias(c.T_TOKENS))
         .filter((tokens.cum_sum().over(c.QUERY_ID) <= cap) | (rank == 0))
-        .with_columns(longest_prefix(pl.when(truncated).then(text), counter, cap).alias(c.T_LENGTH))
+        .with_columns(truncated(pl.when(over).then(text), counter, cap).alias(c.T_TEXT))
         .with_columns(
-            pl.when(truncated).then(cut(text, pl.col(c.T_LENGTH))).otherwise(text).alias(c.TEXT),
-            truncated.alias(c.TRUNCATED),
-        )
-        .with_columns(
-            pl.coalesce(counted(pl.when(truncated).then(text), counter), tokens).alias(
-                c.TOKEN_COUNT
-            ),
-            pl.when(truncated)
-            .then(text.str.len_chars().cast(pl.Int64))
+            pl.when(over).then(cut_text).otherwise(text).alias(c.TEXT),
+            over.alias(c.TRUNCATED),
+            pl.coalesce(pl.col(c.T_TEXT).struct.field(c.TOKEN_COUNT), tokens).alias(c.TOKEN_COUNT),
+            pl.when(over)
+            .then(cut_text.str.len_chars().cast(pl.Int64))
             .otherwise(pl.col(c.T_CHARS))
             .alias(c.CHAR_COUNT),
         )

@@ -245,7 +245,7 @@ def _checked(counts: Any, texts: int, counter: TokenCounter) -> I64:
         )
     if values.min() < 0:
         raise ConfigError(f"tokenizer {counter!r} returned a negative count {values.min()}")
-    return values.astype(np.int64, copy=False)
+    return np.array(values, dtype=np.int64)  # the caller's own, writable
 
 
 def count_texts(counter: TokenCounter, texts: pl.Series) -> I64:
@@ -265,4 +265,5 @@ def count_texts(counter: TokenCounter, texts: pl.Series) -> I64:
         return _checked(counter.count(texts.to_list()), len(texts), counter)
     distinct = texts.unique(maintain_order=True)
     counts = _checked(counter.count(distinct.to_list()), len(distinct), counter)
-    return texts.replace_strict(distinct, pl.Series(counts), return_dtype=pl.Int64).to_numpy()
+    mapped = texts.replace_strict(distinct, pl.Series(counts), return_dtype=pl.Int64)
+    return np.array(mapped.to_numpy(), dtype=np.int64)  # writable

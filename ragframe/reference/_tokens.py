@@ -7,7 +7,9 @@ count, and rule 10's budget is ``max_tokens`` on the sum of the blocks' counts. 
 block over the budget keeps its longest prefix within it, found by bisection over the
 prefix length (``lo = 0``, ``hi = len(text)``; while ``hi - lo > 1``: the middle
 prefix fits -> ``lo``, else ``hi``), then rule 10's whitespace cut on that prefix
-(its length plays the seed's ``r``) and the Java trim.
+(its length plays the seed's ``r``) and the Java trim. Where that text still counts
+more than the budget (the trim of a leading space can re-tokenize the first word), the
+longest length in ``[0, L]`` whose cut and trimmed text fits, by the same bisection.
 """
 
 from __future__ import annotations
@@ -42,16 +44,28 @@ def block_fits(config: Any, text: str) -> bool:
     return len(text) <= int(config.max_merged_block_characters)
 
 
-def truncate_tokens(config: Any, text: str, limit: int) -> str:
-    """The longest prefix within ``limit`` tokens (bisection), then rule 10's cut."""
-    lo, hi = 0, len(text)
+def _bisect(config: Any, text: str, hi: int, limit: int, cut: bool) -> int:
+    """The largest ``lo < hi`` at which the prefix (``cut``: the cut and trimmed text)
+    counts at most ``limit``, by bisection; ``hi``'s text counts more."""
+    lo = 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if tokens(config, text[:mid]) <= limit:
+        probe = truncate(text, mid) if cut else text[:mid]
+        if tokens(config, probe) <= limit:
             lo = mid
         else:
             hi = mid
-    return truncate(text, lo)
+    return lo
+
+
+def truncate_tokens(config: Any, text: str, limit: int) -> str:
+    """The longest prefix within ``limit`` tokens, then rule 10's cut; within the
+    budget even where the trim re-tokenizes (module docstring)."""
+    longest = _bisect(config, text, len(text), limit, cut=False)
+    out = truncate(text, longest)
+    if tokens(config, out) > limit:
+        out = truncate(text, _bisect(config, text, longest, limit, cut=True))
+    return out
 
 
 def budget_tokens(blocks: Sequence[B], config: Any) -> list[tuple[B, str, bool]]:
