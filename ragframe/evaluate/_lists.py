@@ -44,22 +44,26 @@ def _ideal_at(ideal: pl.LazyFrame, counts: pl.LazyFrame, k: int) -> pl.LazyFrame
     return at.select(c.QUERY_ID, pl.col(c.T_BEST).fill_null(0.0).alias(f"{c.T_BEST}{k}"))
 
 
-def list_metrics(ranking: pl.LazyFrame, qrels: pl.LazyFrame, ks: Sequence[int]) -> pl.LazyFrame:
-    """The list metrics of every judged query (``ranking`` as
-    :func:`ragframe.evaluate._runs.document_ranking` gives it; ``qrels`` with gains).
-    One row per query of ``qrels``; a query absent from ``ranking`` scores 0."""
-    # only the relevant documents a query retrieved count: join them, a small table
-    relevant_docs = qrels.filter(pl.col(c.GAIN) > 0).select(c.QUERY_ID, c.DOC_ID, c.GAIN)
+def relevant_documents(qrels: pl.DataFrame) -> pl.DataFrame:
+    """``query_id, doc_id, gain`` of the relevant judged documents (gain > 0): all a
+    ranking is looked up for."""
+    return qrels.filter(pl.col(c.GAIN) > 0).select(c.QUERY_ID, c.DOC_ID, c.GAIN)
+
+
+def list_metrics(found: pl.LazyFrame, qrels: pl.LazyFrame, ks: Sequence[int]) -> pl.LazyFrame:
+    """The list metrics of every judged query, from the ranks of the relevant documents
+    each retrieved (``found``: ``query_id, rank, gain`` as
+    :func:`ragframe.evaluate._runs.relevant_ranks` gives them for
+    :func:`relevant_documents`; ``qrels`` with gains). One row per query of ``qrels``;
+    a query that retrieved no relevant document scores 0."""
     rank = pl.col(c.RANK)
-    rows = (
-        ranking.select(c.QUERY_ID, c.DOC_ID, c.RANK)
-        .join(relevant_docs, on=[c.QUERY_ID, c.DOC_ID], how="inner")
-        .with_columns(rank.rank("ordinal").over(c.QUERY_ID).alias(c.T_POSITION))
+    rows = found.filter(rank.is_not_null()).with_columns(
+        rank.rank("ordinal").over(c.QUERY_ID).alias(c.T_POSITION)
     )
-    found = pl.col(c.T_POSITION)  # its place among the relevant retrieved
+    found_at = pl.col(c.T_POSITION)  # its place among the relevant retrieved
     discount = (rank + 1).cast(pl.Float64).log(2)
     aggs = [
-        (found / rank).sum().alias(c.T_TOTAL),
+        (found_at / rank).sum().alias(c.T_TOTAL),
         rank.min().alias(c.T_RANK),
     ]
     for k in ks:
