@@ -17,6 +17,7 @@ from ragframe.evaluate import document_ranking, evaluate
 from ragframe.evaluate._lists import relevant_documents
 from ragframe.evaluate._qrels import read_qrels
 from ragframe.evaluate._runs import ranking_rows, relevant_ranks
+from ragframe.schema import T_POSITION
 
 NAN = float("nan")
 SCORES = [NAN, -0.0, 0.0, 0.1, 0.5, 0.5, 0.9, -1.0, math.inf, None]
@@ -102,8 +103,13 @@ def test_relevant_ranks_are_the_rankings_joined_with_the_judgements(
     found = relevant_ranks(ranking_rows(run), relevant, count_up_to=count_up_to).collect()
     ranking = document_ranking(run).collect()
     joined = ranking.join(relevant, on=["query_id", "doc_id"]).select("query_id", "rank", "gain")
-    assert sorted(found.drop_nulls().rows()) == sorted(joined.rows())
+    got = found.drop_nulls()
+    assert sorted(got.select("query_id", "rank", "gain").rows()) == sorted(joined.rows())
     assert set(found["query_id"].to_list()) == set(ranking["query_id"].to_list())
+    # in query then rank order, each with its place among its query's found
+    assert got.equals(got.sort("query_id", "rank", maintain_order=True))
+    place = pl.col("rank").rank("ordinal").over("query_id")
+    assert got[T_POSITION].to_list() == got.select(place)["rank"].to_list()
 
 
 def test_ties_go_to_the_first_appearance_of_the_document_and_nan_ranks_first() -> None:

@@ -229,45 +229,80 @@ def _look_up(
     return found
 
 
+@helper
+def _counted(lo: int, hi: int, at: I64, keys: U64, d: int, entries: I64, ranks: I64) -> int:
+    """The wanted documents found, ``entries[:n]`` in rank order (ties in wanted
+    order), ``ranks[:n]`` their ranks, each counted; returns ``n``."""
+    n = 0
+    for w in range(lo, hi):
+        if at[w] < 0:
+            continue
+        rank, j = _rank_of(at[w], keys, d), n - 1
+        while j >= 0 and ranks[j] > rank:  # insertion: few are found
+            entries[j + 1], ranks[j + 1] = entries[j], ranks[j]
+            j -= 1
+        entries[j + 1], ranks[j + 1] = w, rank
+        n += 1
+    return n
+
+
+@helper
+def _walked(lo: int, hi: int, at: I64, order: I64, d: int, entries: I64, ranks: I64) -> int:
+    """:func:`_counted` from the query's documents sorted (``order[:d]``): each
+    document's wanted entries chained from ``head`` (in wanted order), read in rank
+    order."""
+    head, chain = np.full(d, -1, np.int64), np.empty(hi - lo, np.int64)
+    for w in range(hi - 1, lo - 1, -1):
+        if at[w] >= 0:
+            chain[w - lo], head[at[w]] = head[at[w]], w
+    n = 0
+    for r in range(d):
+        w = head[order[r]]
+        while w >= 0:
+            entries[n], ranks[n] = w, r + 1
+            n += 1
+            w = chain[w - lo]
+    return n
+
+
 @kernel
 def relevant_ranks(
     starts: I64, key: I64, score: F64, wanted: I64, wanted_key: I64, count_up_to: int
-) -> tuple[I64, I64, I64]:
+) -> tuple[I64, I64, I64, I64]:
     """The rank (as :func:`rank_documents` ranks) of each wanted document of each query:
     query ``g``'s are ``wanted_key[wanted[g]:wanted[g + 1]]``. A query with more than
     ``count_up_to`` found sorts its documents; otherwise each rank is counted.
 
     Returns:
-        ``(query, rank, entry)``: for each wanted document the query retrieved, the
-        query's index ``g``, the rank and the document's index in ``wanted_key``; and
-        ``(g, -1, -1)`` for a query that retrieved none of its wanted documents.
+        ``(query, rank, place, entry)``, in query then rank order (ties in wanted
+        order), for each wanted document a query retrieved: the query's index ``g``,
+        the rank, its place among the query's found (1-based) and its index in
+        ``wanted_key``; ``(g, -1, -1, -1)`` for a query that found none.
     """
     table, shift, room = _table(starts)
     firsts, best, keys = np.empty(room, np.int64), np.empty(room), np.empty(room, np.uint64)
     order, spare, spare_order = np.empty(room, np.int64), keys.copy(), np.empty(room, np.int64)
-    ranks, at = np.empty(room, np.int64), np.empty(wanted_key.shape[0], np.int64)
-    size = wanted_key.shape[0] + starts.shape[0] - 1
-    query, rank, entry = (
-        np.empty(size, np.int64),
-        np.empty(size, np.int64),
-        np.empty(size, np.int64),
-    )
-    out = 0
+    m = wanted_key.shape[0]
+    at, entries, ranks = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
+    out, size = 0, m + starts.shape[0] - 1
+    query, rank = np.full(size, -1, np.int64), np.full(size, -1, np.int64)
+    place, entry = np.full(size, -1, np.int64), np.full(size, -1, np.int64)
     for g in range(starts.shape[0] - 1):
+        lo, hi = wanted[g], wanted[g + 1]
         d = _documents(starts[g], starts[g + 1], key, score, table, shift, firsts, best)
-        found = _look_up(wanted[g], wanted[g + 1], wanted_key, key, firsts, table, shift, at)
+        found = _look_up(lo, hi, wanted_key, key, firsts, table, shift, at)
         _empty(key, firsts, d, table, shift)
-        _order_keys(best, d, keys)
-        if found > count_up_to:
-            _sort_stably(keys, d, order, spare, spare_order)
-            ranks[order[:d]] = np.arange(1, d + 1)
-        for w in range(wanted[g], wanted[g + 1]):
-            if at[w] >= 0:
-                i = at[w]
-                r = ranks[i] if found > count_up_to else _rank_of(i, keys, d)
-                query[out], rank[out], entry[out] = g, r, w
-                out += 1
-        if found == 0:
-            query[out], rank[out], entry[out] = g, -1, -1
+        n = 0
+        if found:
+            _order_keys(best, d, keys)
+            if found > count_up_to:
+                _sort_stably(keys, d, order, spare, spare_order)
+                n = _walked(lo, hi, at, order, d, entries, ranks)
+            else:
+                n = _counted(lo, hi, at, keys, d, entries, ranks)
+        for i in range(max(n, 1)):  # a query that found none: one row, the rest -1
+            query[out] = g
+            if n:
+                rank[out], place[out], entry[out] = ranks[i], i + 1, entries[i]
             out += 1
-    return query[:out], rank[:out], entry[:out]
+    return query[:out], rank[:out], place[:out], entry[:out]

@@ -71,15 +71,18 @@ def ranking_rows(candidates: Any) -> pl.LazyFrame:
 def relevant_ranks(
     rows: pl.LazyFrame, relevant: pl.DataFrame, *, count_up_to: int = COUNT_UP_TO
 ) -> pl.LazyFrame:
-    """``query_id, rank, gain``: each document of ``relevant`` (``query_id, doc_id,
-    gain``, ids of the types of ``rows``, :func:`ranking_rows`) that its query
-    retrieved, at its rank in :func:`document_ranking`; and a row with null rank and
-    gain for a query that retrieved none of them, so that every ranked query is
-    there. Nothing else of the ranking is built (``count_up_to``: see
+    """``query_id, rank, gain, __rf_position``: each document of ``relevant``
+    (``query_id, doc_id, gain``, ids of the types of ``rows``, :func:`ranking_rows`)
+    that its query retrieved, at its rank in :func:`document_ranking`, and its place
+    among those its query retrieved (1-based, by rank; a document judged twice is
+    there twice, as a join has it); a row with null rank, gain and place for a query
+    that retrieved none of them, so that every ranked query is there. Rows come in
+    query then rank order. Nothing else of the ranking is built (``count_up_to``: see
     :data:`ragframe.evaluate._ranking.COUNT_UP_TO`)."""
     wanted = relevant.filter(pl.col(c.QUERY_ID).is_not_null() & pl.col(c.DOC_ID).is_not_null())
     query = rows.collect_schema()[c.QUERY_ID]
-    schema = pl.Schema({c.QUERY_ID: query, c.RANK: pl.Int64(), c.GAIN: pl.Float64()})
+    types = {c.QUERY_ID: query, c.RANK: pl.Int64(), c.GAIN: pl.Float64(), c.T_POSITION: pl.Int64()}
+    schema = pl.Schema(types)
     kernel = partial(_found, relevant=wanted, count_up_to=count_up_to)
     return rows.map_batches(kernel, schema=schema)
 
@@ -94,9 +97,14 @@ def _grouped(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _starts(query: pl.Series) -> npt.NDArray[np.int64]:
     """Where each run of equal ``query`` values begins, and the length at the end."""
-    begins = query.ne_missing(query.shift()).to_numpy()
-    begins[:1] = True
-    return np.append(np.flatnonzero(begins), query.len()).astype(np.int64)
+    if not query.len():
+        return np.zeros(1, np.int64)
+    if query.dtype.is_integer() and not query.null_count():
+        values = query.to_numpy()  # numpy compares without building a mask Series
+        begins = np.flatnonzero(values[1:] != values[:-1]) + 1
+    else:
+        begins = np.flatnonzero(query.ne_missing(query.shift()).to_numpy()[1:]) + 1
+    return np.concatenate([[0], begins, [query.len()]]).astype(np.int64)
 
 
 def _keys(*docs: pl.Series) -> list[npt.NDArray[np.int64]]:
@@ -135,16 +143,16 @@ def _found(frame: pl.DataFrame, relevant: pl.DataFrame, count_up_to: int) -> pl.
     places = wanted[c.T_POSITION].to_numpy()
     bounds = np.searchsorted(places, np.arange(heads.len() + 1)).astype(np.int64)
     key, wanted_key = _keys(frame[c.DOC_ID], wanted[c.DOC_ID])
-    query, rank, entry = relevant_ranks_kernel(
+    query, rank, place, entry = relevant_ranks_kernel(
         starts, key, frame[c.SCORE].to_numpy(), bounds, wanted_key, count_up_to
     )
-    found = pl.Series(entry)
-    return pl.DataFrame(
-        {
-            c.QUERY_ID: heads.gather(query),
-            c.RANK: pl.Series(rank).replace(-1, None),
-            c.GAIN: wanted[c.GAIN].cast(pl.Float64).gather(found.replace(-1, None)),
-        }
+    found = pl.DataFrame({c.RANK: rank, c.T_POSITION: place, c.T_ROW: entry})
+    found = found.select(pl.all().replace(-1, None))  # -1: the row of a query that found none
+    return found.select(
+        heads.gather(query).alias(c.QUERY_ID),
+        c.RANK,
+        wanted[c.GAIN].cast(pl.Float64).gather(found[c.T_ROW]).alias(c.GAIN),
+        c.T_POSITION,
     )
 
 
