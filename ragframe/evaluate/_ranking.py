@@ -2,15 +2,13 @@
 pass over rows grouped by query (input order kept within a query).
 
 Why kernels: Polars says "a document's best chunk" as a ``group_by(query, doc)`` (a
-hash of every row on two keys) and "ranked by score, ties by first appearance" as a
-global three-key sort of the result, then "the ranks of the relevant documents" as a
-join of every ranked row with the judgements; on 10M rows these are most of
-``evaluate``'s time. Within one query all three are small: a few hundred rows,
-deduplicated through a hash table that fits in cache, the query's judged documents
-looked up in that table, and each one's rank counted (how many of the query's
-documents precede it), with no sort at all. Polars has no expression for
-"deduplicate, then rank, within each group" that does not hash or sort the whole
-column first.
+hash of every row on two keys), "ranked by score, ties by first appearance" as a global
+three-key sort, and "the ranks of the relevant documents" as a join of every ranked row
+with the judgements: on 10M rows, most of ``evaluate``'s time. Within one query all
+three are small: its rows deduplicated through a hash table that fits in cache, its
+judged documents looked up there, each one's rank counted (how many of the query's
+documents precede it), no sort. Polars has no expression for "deduplicate, then rank,
+within each group" that does not hash or sort the whole column first.
 
 Orders as Polars orders them (so a rank is the one a ``sort`` gives): a score of NaN
 ranks above every number, ``-0.0`` ties with ``0.0``; a document's score is the
@@ -47,13 +45,8 @@ helpers it calls (all in this file, which imports nothing it calls), releasing t
 if TYPE_CHECKING:  # numba's stubs lack the options below
     helper = kernel
 else:
-    helper = nb.njit(
-        nogil=True,
-        boundscheck=False,
-        error_model="numpy",
-        no_cpython_wrapper=True,
-        no_cfunc_wrapper=True,
-    )
+    _OPTIONS = {"nogil": True, "boundscheck": False, "error_model": "numpy"}
+    helper = nb.njit(**_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 """A helper only kernels call: no Python entry, not cached on its own (the cached
 kernels hold its code), so a first run compiles and a later one loads less."""
 
