@@ -11,12 +11,12 @@ import polars as pl
 from ragframe import schema as c
 from ragframe.errors import ConfigError, SchemaError
 from ragframe.evaluate._context import context_metrics
-from ragframe.evaluate._lists import list_metrics, relevant_counts
+from ragframe.evaluate._lists import list_metrics, relevant_counts, relevant_documents
 from ragframe.evaluate._qrels import judgements
-from ragframe.evaluate._runs import document_ranking
+from ragframe.evaluate._runs import ranking_rows, relevant_ranks
 
 
-def _aligned(qrels: pl.DataFrame, query: pl.DataType, doc: pl.DataType | None) -> pl.LazyFrame:
+def _aligned(qrels: pl.DataFrame, query: pl.DataType, doc: pl.DataType | None) -> pl.DataFrame:
     """The qrels with ids cast to the evaluated frame's id types (integers and strings
     meet as strings)."""
     casts = []
@@ -32,7 +32,7 @@ def _aligned(qrels: pl.DataFrame, query: pl.DataType, doc: pl.DataType | None) -
                 f"qrels: column '{name}' has type {qrels.schema[name]} but the evaluated "
                 f"frame's has {dtype}; expected the same kind (integers or strings)"
             )
-    return qrels.lazy().with_columns(casts)
+    return qrels.with_columns(casts)
 
 
 def _ks(k: int | Sequence[int]) -> list[int]:
@@ -97,11 +97,12 @@ def evaluate(
     parts: list[pl.LazyFrame] = []
     ids: list[pl.LazyFrame] = []
     if candidates is not None:
-        ranking = document_ranking(candidates)
-        schema = ranking.collect_schema()
+        rows = ranking_rows(candidates)
+        schema = rows.collect_schema()
         aligned = _aligned(judged, schema[c.QUERY_ID], schema[c.DOC_ID])
-        parts.append(list_metrics(ranking, aligned, ks).drop(c.N_RELEVANT))
-        ids.append(ranking.select(c.QUERY_ID))
+        found = relevant_ranks(rows, relevant_documents(aligned))
+        parts.append(list_metrics(found, aligned.lazy(), ks).drop(c.N_RELEVANT))
+        ids.append(found.select(c.QUERY_ID))
     if blocks is not None:
         lf = c.to_lazy(blocks, "blocks")
         schema = lf.collect_schema()
@@ -111,12 +112,16 @@ def evaluate(
         store = None if chunks is None else _store(chunks)
         parts.append(
             context_metrics(
-                lf, aligned, max_blocks=max_blocks, max_characters=max_characters, chunks=store
+                lf,
+                aligned.lazy(),
+                max_blocks=max_blocks,
+                max_characters=max_characters,
+                chunks=store,
             )
         )
         ids.append(lf.select(c.QUERY_ID))
     query_type = ids[0].collect_schema()[c.QUERY_ID]
-    counts = relevant_counts(_aligned(judged, query_type, None)).with_columns(
+    counts = relevant_counts(_aligned(judged, query_type, None).lazy()).with_columns(
         pl.lit(True).alias(c.JUDGED)
     )
     everyone = pl.concat([counts.select(c.QUERY_ID), *ids], how="vertical").unique(
@@ -152,7 +157,7 @@ def evaluate_contexts(
     ``max_blocks`` and ``max_characters``. Every judged query is reported for every
     config, as :func:`evaluate` reports it."""
     schema = blocks.collect_schema()
-    aligned = _aligned(qrels, schema[c.QUERY_ID], schema[c.ENTITY_ID])
+    aligned = _aligned(qrels, schema[c.QUERY_ID], schema[c.ENTITY_ID]).lazy()
     by = [c.CONFIG]
     budgets = settings.lazy().select(c.CONFIG, "max_blocks", "max_characters")
     table = context_metrics(

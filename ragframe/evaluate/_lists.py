@@ -23,11 +23,18 @@ def ideal_dcg(qrels: pl.LazyFrame) -> pl.LazyFrame:
     gains sorted descending. Columns ``query_id, position (1-based), ideal``."""
     relevant = qrels.filter(pl.col(c.GAIN) > 0).select(c.QUERY_ID, c.GAIN)
     ordered = relevant.sort([c.QUERY_ID, c.GAIN], descending=[False, True])
-    position = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(c.QUERY_ID)
     discounted = pl.col(c.GAIN) / (pl.col(c.T_POSITION) + 1).cast(pl.Float64).log(2)
-    return ordered.with_columns(position.alias(c.T_POSITION)).with_columns(
+    return ordered.with_columns(_place_in_query().alias(c.T_POSITION)).with_columns(
         discounted.cum_sum().over(c.QUERY_ID).alias(c.T_BEST)
     )
+
+
+def _place_in_query() -> pl.Expr:
+    """A row's 1-based place in its query, for rows grouped by query: its row number
+    less its query's first (runs of equal ids, no hashing as ``over`` would)."""
+    query, row = pl.col(c.QUERY_ID), pl.int_range(pl.len(), dtype=pl.Int64)
+    first = row.filter(query.ne_missing(query.shift()).fill_null(True)).gather(query.rle_id())
+    return row - first + 1
 
 
 def relevant_counts(qrels: pl.LazyFrame) -> pl.LazyFrame:
@@ -37,41 +44,41 @@ def relevant_counts(qrels: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _ideal_at(ideal: pl.LazyFrame, counts: pl.LazyFrame, k: int) -> pl.LazyFrame:
-    """``query_id`` and the ideal DCG at ``min(k, R)`` (0 when R is 0)."""
-    want = counts.select(c.QUERY_ID, pl.min_horizontal(pl.col(c.N_RELEVANT), k).alias(c.T_POSITION))
-    at = want.join(ideal, on=[c.QUERY_ID, c.T_POSITION], how="left")
-    return at.select(c.QUERY_ID, pl.col(c.T_BEST).fill_null(0.0).alias(f"{c.T_BEST}{k}"))
+def _ideals(ideal: pl.LazyFrame, ks: Sequence[int]) -> pl.LazyFrame:
+    """``query_id`` and, per k, the ideal DCG at ``min(k, R)``: the largest at a position
+    <= k (it only grows). Queries without a relevant document are not there."""
+    position, best = pl.col(c.T_POSITION), pl.col(c.T_BEST)
+    at = [pl.when(position <= k).then(best).max().alias(f"{c.T_BEST}{k}") for k in ks]
+    return ideal.group_by(c.QUERY_ID).agg(at)
 
 
-def list_metrics(ranking: pl.LazyFrame, qrels: pl.LazyFrame, ks: Sequence[int]) -> pl.LazyFrame:
-    """The list metrics of every judged query (``ranking`` as
-    :func:`ragframe.evaluate._runs.document_ranking` gives it; ``qrels`` with gains).
-    One row per query of ``qrels``; a query absent from ``ranking`` scores 0."""
-    # only the relevant documents a query retrieved count: join them, a small table
-    relevant_docs = qrels.filter(pl.col(c.GAIN) > 0).select(c.QUERY_ID, c.DOC_ID, c.GAIN)
-    rank = pl.col(c.RANK)
-    rows = (
-        ranking.select(c.QUERY_ID, c.DOC_ID, c.RANK)
-        .join(relevant_docs, on=[c.QUERY_ID, c.DOC_ID], how="inner")
-        .with_columns(rank.rank("ordinal").over(c.QUERY_ID).alias(c.T_POSITION))
-    )
-    found = pl.col(c.T_POSITION)  # its place among the relevant retrieved
+def relevant_documents(qrels: pl.DataFrame) -> pl.DataFrame:
+    """``query_id, doc_id, gain`` of the relevant judged documents (gain > 0): all a
+    ranking is looked up for."""
+    return qrels.filter(pl.col(c.GAIN) > 0).select(c.QUERY_ID, c.DOC_ID, c.GAIN)
+
+
+def list_metrics(found: pl.LazyFrame, qrels: pl.LazyFrame, ks: Sequence[int]) -> pl.LazyFrame:
+    """The list metrics of every judged query, from the ranks of the relevant documents
+    each retrieved (``found``: ``query_id, rank, gain, __rf_position`` as
+    :func:`ragframe.evaluate._runs.relevant_ranks` gives them for
+    :func:`relevant_documents`; ``qrels`` with gains). One row per query of ``qrels``;
+    a query that retrieved no relevant document scores 0."""
+    rank, gain = pl.col(c.RANK), pl.col(c.GAIN)
+    rows = found.filter(rank.is_not_null())
     discount = (rank + 1).cast(pl.Float64).log(2)
     aggs = [
-        (found / rank).sum().alias(c.T_TOTAL),
+        (pl.col(c.T_POSITION) / rank).sum().alias(c.T_TOTAL),  # precision at each found
         rank.min().alias(c.T_RANK),
     ]
     for k in ks:
         top = rank <= k
         aggs.append(top.sum().cast(pl.Int64).alias(f"{c.T_COUNT}{k}"))
-        aggs.append((pl.col(c.GAIN) / discount).filter(top).sum().alias(f"{c.T_SIM}{k}"))
+        aggs.append(pl.when(top).then(gain / discount).otherwise(0.0).sum().alias(f"{c.T_SIM}{k}"))
     per_query = rows.group_by(c.QUERY_ID).agg(aggs)
     counts = relevant_counts(qrels)
     table = counts.join(per_query, on=c.QUERY_ID, how="left")
-    ideal = ideal_dcg(qrels)
-    for k in ks:
-        table = table.join(_ideal_at(ideal, counts, k), on=c.QUERY_ID, how="left")
+    table = table.join(_ideals(ideal_dcg(qrels), ks), on=c.QUERY_ID, how="left")
     r = pl.col(c.N_RELEVANT)
     has = r > 0
 

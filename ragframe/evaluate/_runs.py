@@ -4,14 +4,20 @@ files in and out (``qid Q0 docid rank score tag``)."""
 from __future__ import annotations
 
 import os
+from functools import partial
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
 from ragframe.errors import RagframeError
 from ragframe.evaluate._qrels import typed_ids, whitespace_fields
+from ragframe.evaluate._ranking import COUNT_UP_TO, rank_documents
+from ragframe.evaluate._ranking import relevant_ranks as relevant_ranks_kernel
 from ragframe.io import write_atomically
 
 
@@ -22,9 +28,27 @@ def document_ranking(candidates: Any) -> pl.LazyFrame:
     or ``doc_id``, ``similarity``, optional ``rerank_score``) or a run (``query_id``,
     ``doc_id``, ``score``). A document's score is its best chunk's ranking score
     (``rerank_score`` when not null, else ``similarity``; null as 0.0), never the last
-    chunk's; documents are ranked by score, descending, ties by first appearance in
-    the input. Rows without a document are not ranked.
+    chunk's; documents are ranked by score, descending (NaN above every number), ties
+    by first appearance in the input. Rows without a document are not ranked. Rows
+    come in query order (nulls first), then rank order.
+
+    Example:
+        >>> import polars as pl
+        >>> run = pl.DataFrame(
+        ...     {"query_id": [1, 1, 1], "doc_id": [7, 3, 7], "similarity": [0.2, 0.5, 0.9]}
+        ... )
+        >>> document_ranking(run).collect().rows()
+        [(1, 7, 0.9, 1), (1, 3, 0.5, 2)]
     """
+    rows = ranking_rows(candidates)
+    schema = rows.collect_schema()
+    out = pl.Schema({**schema, c.RANK: pl.Int64()})
+    return rows.map_batches(_ranked, schema=out)
+
+
+def ranking_rows(candidates: Any) -> pl.LazyFrame:
+    """The rows a ranking is made of, checked: ``query_id, doc_id, score`` (the ranking
+    score, null as 0.0) of the rows with a document, in input order."""
     lf = c.to_lazy(candidates, "candidates")
     schema = lf.collect_schema()
     doc = c.ENTITY_ID if c.ENTITY_ID in schema and c.DOC_ID not in schema else c.DOC_ID
@@ -40,19 +64,96 @@ def document_ranking(candidates: Any) -> pl.LazyFrame:
         c.QUERY_ID,
         pl.col(doc).alias(c.DOC_ID),
         score.cast(pl.Float64).fill_null(0.0).alias(c.SCORE),
-    ).with_row_index(c.T_ROW)
-    docs = (
-        rows.filter(pl.col(c.DOC_ID).is_not_null())
-        .group_by(c.QUERY_ID, c.DOC_ID)
-        .agg(pl.col(c.SCORE).max(), pl.col(c.T_ROW).min())
-        .sort([c.QUERY_ID, c.SCORE, c.T_ROW], descending=[False, True, False])
-        .drop(c.T_ROW)
-        .with_row_index(c.T_POSITION)
     )
-    # a row's place in its query: its row number less its query's first (no window sort)
-    first = pl.col(c.T_POSITION).min().over(c.QUERY_ID)
-    rank = (pl.col(c.T_POSITION) - first + 1).cast(pl.Int64)
-    return docs.with_columns(rank.alias(c.RANK)).drop(c.T_POSITION)
+    return rows.filter(pl.col(c.DOC_ID).is_not_null())
+
+
+def relevant_ranks(
+    rows: pl.LazyFrame, relevant: pl.DataFrame, *, count_up_to: int = COUNT_UP_TO
+) -> pl.LazyFrame:
+    """``query_id, rank, gain, __rf_position``: each document of ``relevant``
+    (``query_id, doc_id, gain``, ids of the types of ``rows``, :func:`ranking_rows`)
+    that its query retrieved, at its rank in :func:`document_ranking`, and its place
+    among those its query retrieved (1-based, by rank; a document judged twice is
+    there twice, as a join has it); a row with null rank, gain and place for a query
+    that retrieved none of them, so that every ranked query is there. Rows come in
+    query then rank order. Nothing else of the ranking is built (``count_up_to``: see
+    :data:`ragframe.evaluate._ranking.COUNT_UP_TO`)."""
+    wanted = relevant.filter(pl.col(c.QUERY_ID).is_not_null() & pl.col(c.DOC_ID).is_not_null())
+    query = rows.collect_schema()[c.QUERY_ID]
+    types = {c.QUERY_ID: query, c.RANK: pl.Int64(), c.GAIN: pl.Float64(), c.T_POSITION: pl.Int64()}
+    schema = pl.Schema(types)
+    kernel = partial(_found, relevant=wanted, count_up_to=count_up_to)
+    return rows.map_batches(kernel, schema=schema)
+
+
+def _grouped(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` sorted by query, stably (within a query, rows keep their input order:
+    the tie rule's "first"); left as it is when already sorted (no sort's gathers)."""
+    if frame[c.QUERY_ID].is_sorted():
+        return frame
+    return frame.sort(c.QUERY_ID, maintain_order=True)
+
+
+def _starts(query: pl.Series) -> npt.NDArray[np.int64]:
+    """Where each run of equal ``query`` values begins, and the length at the end."""
+    if not query.len():
+        return np.zeros(1, np.int64)
+    if query.dtype.is_integer() and not query.null_count():
+        values = query.to_numpy()  # numpy compares without building a mask Series
+        begins = np.flatnonzero(values[1:] != values[:-1]) + 1
+    else:
+        begins = np.flatnonzero(query.ne_missing(query.shift()).to_numpy()[1:]) + 1
+    return np.concatenate([[0], begins, [query.len()]]).astype(np.int64)
+
+
+def _keys(*docs: pl.Series) -> list[npt.NDArray[np.int64]]:
+    """Document ids as ``Int64`` keys, equal exactly when the ids are, across all of
+    ``docs`` (one type): an integer id itself (a ``UInt64``'s bits), any other its
+    dense rank among them all."""
+    if docs[0].dtype == pl.UInt64:
+        return [d.reinterpret(signed=True).to_numpy() for d in docs]
+    if docs[0].dtype.is_integer():
+        return [d.cast(pl.Int64).to_numpy() for d in docs]
+    ranks = pl.concat(docs).rank("dense").cast(pl.Int64).to_numpy()
+    bounds = np.cumsum([0, *(d.len() for d in docs)])
+    return [ranks[a:b] for a, b in pairwise(bounds)]
+
+
+def _ranked(frame: pl.DataFrame) -> pl.DataFrame:
+    """:func:`document_ranking` of :func:`ranking_rows`' rows."""
+    frame = _grouped(frame)
+    (key,) = _keys(frame[c.DOC_ID])
+    starts = _starts(frame[c.QUERY_ID])
+    rows, best, rank = rank_documents(starts, key, frame[c.SCORE].to_numpy())
+    taken = frame.select(c.QUERY_ID, c.DOC_ID)[rows]
+    return taken.with_columns(pl.Series(c.SCORE, best), pl.Series(c.RANK, rank))
+
+
+def _found(frame: pl.DataFrame, relevant: pl.DataFrame, count_up_to: int) -> pl.DataFrame:
+    """:func:`relevant_ranks` of :func:`ranking_rows`' rows."""
+    frame = _grouped(frame)
+    starts = _starts(frame[c.QUERY_ID])
+    heads = frame[c.QUERY_ID].gather(starts[:-1])
+    segments = heads.to_frame().with_row_index(c.T_POSITION)
+    # each wanted document beside its query's place among the ranked queries, in order
+    wanted = relevant.join(segments, on=c.QUERY_ID, maintain_order="left").sort(
+        c.T_POSITION, maintain_order=True
+    )
+    places = wanted[c.T_POSITION].to_numpy()
+    bounds = np.searchsorted(places, np.arange(heads.len() + 1)).astype(np.int64)
+    key, wanted_key = _keys(frame[c.DOC_ID], wanted[c.DOC_ID])
+    query, rank, place, entry = relevant_ranks_kernel(
+        starts, key, frame[c.SCORE].to_numpy(), bounds, wanted_key, count_up_to
+    )
+    found = pl.DataFrame({c.RANK: rank, c.T_POSITION: place, c.T_ROW: entry})
+    found = found.select(pl.all().replace(-1, None))  # -1: the row of a query that found none
+    return found.select(
+        heads.gather(query).alias(c.QUERY_ID),
+        c.RANK,
+        wanted[c.GAIN].cast(pl.Float64).gather(found[c.T_ROW]).alias(c.GAIN),
+        c.T_POSITION,
+    )
 
 
 def read_run(path: str | os.PathLike[str]) -> pl.DataFrame:
