@@ -72,14 +72,17 @@ def store_keys(candidates: pa.Table) -> pa.Table:
 
 
 def keyed_store(store: pa.Table, number: int) -> pa.Table:
-    """Piece ``number`` of the chunk store with its join key and :data:`STORE_POS`."""
+    """Piece ``number`` of the chunk store with :data:`STORE_POS` and its join key."""
+    return store_key(store_positioned(store, number))
+
+
+def store_key(store: pa.Table) -> pa.Table:
+    """The chunk store with its join key (entity, chunk index) as the candidates have it."""
     rows = frame(store)
     entity = _entity(rows.columns)
-    index = pl.int_range(pl.len(), dtype=pl.Int64) + (number << 32)
     return rows.with_columns(
         _key_type(pl.col(entity), rows.schema[entity]).alias(ENTITY),
         pl.col(c.CHUNK_INDEX).cast(pl.Int64).alias(CHUNK),
-        index.alias(STORE_POS),
     ).to_arrow()
 
 
