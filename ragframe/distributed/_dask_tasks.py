@@ -50,12 +50,16 @@ def _read_positioned(path: str, number: int) -> Any:
     return pandas(read_piece(path, number))
 
 
-def _positioned(df: Any, keyed: Callable[[pa.Table, int], pa.Table], partition_info: Any = None) -> Any:
+def _positioned(
+    df: Any, keyed: Callable[[pa.Table, int], pa.Table], partition_info: Any = None
+) -> Any:
     number = 0 if partition_info is None else int(partition_info["number"])
     return pandas(keyed(arrow(df), number))
 
 
-def frame_of(source: Any, keyed: Callable[[pa.Table, int], pa.Table] = positioned) -> tuple[Any, int | None]:
+def frame_of(
+    source: Any, keyed: Callable[[pa.Table, int], pa.Table] = positioned
+) -> tuple[Any, int | None]:
     """A Dask frame of ``source`` (Parquet files, one partition each; or a Dask frame)
     with each row's position (``keyed``: :func:`positioned` for candidates and requests,
     :func:`~ragframe.distributed._parts.keyed_store` for a store), and its row count
@@ -67,7 +71,9 @@ def frame_of(source: Any, keyed: Callable[[pa.Table, int], pa.Table] = positione
         meta = pandas(keyed(empty, 0))
         numbers = list(range(len(files)))
         if keyed is positioned:
-            return ddf.from_map(_read_positioned, files, numbers, meta=meta), sum(parquet_rows(files))
+            return ddf.from_map(_read_positioned, files, numbers, meta=meta), sum(
+                parquet_rows(files)
+            )
         made = ddf.from_map(_read, files, numbers, keyed=keyed, meta=meta)
         return made, sum(parquet_rows(files))
     if not isinstance(source, ddf.DataFrame):

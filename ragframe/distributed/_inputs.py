@@ -59,7 +59,9 @@ def is_path(source: Any) -> bool:
     """Whether ``source`` names Parquet files (a path, a glob, a folder, or a list)."""
     if isinstance(source, str | os.PathLike):
         return True
-    return isinstance(source, list | tuple) and all(isinstance(s, str | os.PathLike) for s in source)
+    return isinstance(source, list | tuple) and all(
+        isinstance(s, str | os.PathLike) for s in source
+    )
 
 
 def parquet_files(source: Source) -> list[str]:
@@ -77,7 +79,9 @@ def parquet_files(source: Source) -> list[str]:
     files: list[str] = []
     for item in map(os.fspath, items):
         if Path(item).is_dir():
-            files += sorted(glob.glob(os.path.join(glob.escape(item), "**", "*.parquet"), recursive=True))
+            files += sorted(
+                glob.glob(os.path.join(glob.escape(item), "**", "*.parquet"), recursive=True)
+            )
         elif glob.has_magic(item):
             files += sorted(glob.glob(item, recursive=True))
         elif Path(item).is_file():
@@ -160,3 +164,23 @@ def local_table(store: Any) -> pa.Table:
     if is_path(store):
         return pl.scan_parquet(parquet_files(store)).collect().to_arrow()
     raise ConfigError(f"cannot broadcast a store of type {type(store).__name__}")
+
+
+def one_input(candidates: Any, blocks: Any) -> tuple[Any, bool]:
+    """Evaluate's one input on an engine, and whether it is blocks."""
+    if (candidates is None) == (blocks is None):
+        raise ConfigError(
+            "evaluate on an engine takes candidates or blocks, one of them; got "
+            + ("both" if candidates is not None else "neither")
+        )
+    return (blocks, True) if blocks is not None else (candidates, False)
+
+
+def offsets_of(chunks: Any) -> pa.Table | None:
+    """The chunk store's offsets (no text), for ``duplicate_chars``: broadcast."""
+    if chunks is None:
+        return None
+    table = pl.from_arrow(local_table(chunks))
+    assert isinstance(table, pl.DataFrame)
+    names = (c.ENTITY_ID, c.DOC_ID, c.CHUNK_INDEX, c.START_CHAR, c.END_CHAR)
+    return table.select(n for n in names if n in table.columns).to_arrow()

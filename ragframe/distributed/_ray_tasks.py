@@ -15,7 +15,7 @@ import pyarrow as pa
 from ragframe import schema as c
 from ragframe.distributed import _output
 from ragframe.distributed import _parts as parts
-from ragframe.distributed._inputs import PART, POS, read_piece
+from ragframe.distributed._inputs import PART, read_piece
 
 SIDE = c.TMP + "side"
 """0: the group's own rows (candidates, requests), 1: the store rows it needs."""
@@ -30,7 +30,9 @@ def resolve(value: Any) -> Any:
     return ray.get(value) if isinstance(value, ray.ObjectRef) else value
 
 
-def read_batch(batch: pa.Table, keyed: Callable[[pa.Table, int], pa.Table] | None = None) -> pa.Table:
+def read_batch(
+    batch: pa.Table, keyed: Callable[[pa.Table, int], pa.Table] | None = None
+) -> pa.Table:
     """The pieces named by ``batch`` (``path``, ``number``), positioned (``keyed``: a
     store's positions instead)."""
     got = []
@@ -75,9 +77,13 @@ def envelope_schema(own: pa.Schema, store: pa.Schema) -> pa.Schema:
 
 def _split(batch: pa.Table) -> tuple[pa.Table, pa.Table]:
     rows = parts.frame(batch)
-    own = rows.filter(pl.col(SIDE) == 0).select(n for n in rows.columns if not n.startswith(STORE) and n != SIDE)
+    own = rows.filter(pl.col(SIDE) == 0).select(
+        n for n in rows.columns if not n.startswith(STORE) and n != SIDE
+    )
     store = rows.filter(pl.col(SIDE) == 1).select(n for n in rows.columns if n.startswith(STORE))
-    return own.to_arrow(), store.rename({n: n.removeprefix(STORE) for n in store.columns}).to_arrow()
+    return own.to_arrow(), store.rename(
+        {n: n.removeprefix(STORE) for n in store.columns}
+    ).to_arrow()
 
 
 def run_group(

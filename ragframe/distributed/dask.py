@@ -44,6 +44,8 @@ from ragframe.distributed._inputs import (
     POS,
     broadcast_store,
     local_table,
+    offsets_of,
+    one_input,
     partition_count,
     require,
 )
@@ -255,25 +257,6 @@ def _with_request_order(run: _Run, frame: Any) -> Any:
     return t.dd().from_delayed([_delayed(t.pandas)(p) for p in pieces], meta=meta)
 
 
-def _one_input(candidates: Any, blocks: Any) -> tuple[Any, bool]:
-    if (candidates is None) == (blocks is None):
-        raise ConfigError(
-            "evaluate on an engine takes candidates or blocks, one of them; got "
-            + ("both" if candidates is not None else "neither")
-        )
-    return (blocks, True) if blocks is not None else (candidates, False)
-
-
-def _offsets(chunks: Any) -> pa.Table | None:
-    """The chunk store's offsets (no text) for ``duplicate_chars``: always broadcast."""
-    if chunks is None:
-        return None
-    table = pl.from_arrow(local_table(chunks))
-    assert isinstance(table, pl.DataFrame)
-    keep = [n for n in (c.ENTITY_ID, c.DOC_ID, c.CHUNK_INDEX, c.START_CHAR, c.END_CHAR) if n in table.columns]
-    return table.select(keep).to_arrow()
-
-
 def evaluate(
     qrels: Any,
     *,
@@ -291,17 +274,19 @@ def evaluate(
     gathered on the driver), equal to ``ragframe.evaluate(...).collect()``. Takes
     ``candidates`` or ``blocks`` (Dask frames or Parquet files), one of them; ``qrels``
     and the chunk store's offsets are broadcast."""
-    source, is_blocks = _one_input(candidates, blocks)
+    source, is_blocks = one_input(candidates, blocks)
     run = _Run(client, retries)
     judged = judgements(qrels)
     _, shuffled, n = _candidates(run, source, partitions)
     options = {"k": k, "max_blocks": max_blocks, "max_characters": max_characters}
-    offsets = _offsets(chunks)
+    offsets = offsets_of(chunks)
     empty_offsets = None if offsets is None else offsets.slice(0, 0)
     empty = t.schema(shuffled).empty_table()
     parts.evaluate_piece(empty, judged, is_blocks, options, empty_offsets)  # bad input fails here
     work, shared, store = _delayed(parts.evaluate_piece), run.share(judged), run.share(offsets)
-    tables = run.compute([work(p, shared, is_blocks, options, store) for p in t.delayed_parts(shuffled)])
+    tables = run.compute(
+        [work(p, shared, is_blocks, options, store) for p in t.delayed_parts(shuffled)]
+    )
     return _gather.evaluate_table(
         tables, judged, empty.schema, blocks=is_blocks, options={**options, "chunks": empty_offsets}
     )
@@ -337,6 +322,14 @@ def sweep(
     tables = run.compute([work(p, configs, shared, s) for p, s in pieces])
     store_schema = None if empty_store is None else parts.restored(empty_store).to_arrow().schema
     return _gather.sweep_table(
-        tables, configs, judged, empty.schema, chunks=store_schema, baseline=baseline,
-        metric=metric, cost=cost, metrics=metrics, seed=seed,
+        tables,
+        configs,
+        judged,
+        empty.schema,
+        chunks=store_schema,
+        baseline=baseline,
+        metric=metric,
+        cost=cost,
+        metrics=metrics,
+        seed=seed,
     )

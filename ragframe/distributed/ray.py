@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -41,6 +41,8 @@ from ragframe.distributed._inputs import (
     broadcast_store,
     is_path,
     local_table,
+    offsets_of,
+    one_input,
     parquet_files,
     parquet_rows,
     partition_count,
@@ -48,6 +50,9 @@ from ragframe.distributed._inputs import (
     require,
 )
 from ragframe.errors import ConfigError
+from ragframe.evaluate import SweepResult
+from ragframe.evaluate._qrels import judgements
+from ragframe.evaluate._sweep import DEFAULT_METRICS, Grid, configurations
 from ragframe.fetch import FetchConfig
 from ragframe.postprocess import PostprocessConfig
 
@@ -117,7 +122,9 @@ def data_of(source: Any, store: Step | None = None) -> _Data:
     elif isinstance(source, ray.data.Dataset):
         name = POS if store is None else STORE_POS
         zipped = source.zip(ray.data.range(source.count()))
-        ds = zipped.map_batches(rt.positions_from_id, batch_format="pyarrow", fn_kwargs={"name": name})
+        ds = zipped.map_batches(
+            rt.positions_from_id, batch_format="pyarrow", fn_kwargs={"name": name}
+        )
         data = _Data(ds, keyed(_base_schema(source).empty_table(), 0).schema)
     else:
         raise TypeError(f"expected a Ray dataset or Parquet paths, got {type(source).__name__}")
@@ -145,7 +152,9 @@ def _grouped(own: _Data, side: _Data | None, retries: int, **fn_kwargs: Any) -> 
     if side is not None:
         schema = rt.envelope_schema(own.schema, side.schema)
         wrap = [
-            d.ds.map_batches(rt.envelope, batch_format="pyarrow", fn_kwargs={"side": i, "schema": schema})
+            d.ds.map_batches(
+                rt.envelope, batch_format="pyarrow", fn_kwargs={"side": i, "schema": schema}
+            )
             for i, d in enumerate((own, side))
         ]
         ds = wrap[0].union(wrap[1])
@@ -162,7 +171,15 @@ def _tables(ds: Any) -> list[pa.Table]:
     return [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows or t.num_columns]
 
 
-def _run(own: _Data, side: _Data | None, output: Any, collect: bool, stage: str, retries: int, **fn_kwargs: Any) -> Any:
+def _run(
+    own: _Data,
+    side: _Data | None,
+    output: Any,
+    collect: bool,
+    stage: str,
+    retries: int,
+    **fn_kwargs: Any,
+) -> Any:
     """The groups' output: a dataset, one Polars frame (``collect``), or a Parquet
     dataset written to ``output`` (its path returned)."""
     if output is not None:
@@ -201,7 +218,9 @@ def _workers() -> int:
     return int(ray_module().cluster_resources().get("CPU", os.cpu_count() or 1))
 
 
-def _chunk_side(chunks: Any, keyed: _Data, n: int, broadcast: bool | None) -> tuple[Any, _Data | None, pa.Table | None]:
+def _chunk_side(
+    chunks: Any, keyed: _Data, n: int, broadcast: bool | None
+) -> tuple[Any, _Data | None, pa.Table | None]:
     """The broadcast chunk store, or the rows of it each group needs (joined by key)."""
     shared, empty = _store(chunks, broadcast)
     if chunks is None or shared is not None:
@@ -234,6 +253,158 @@ def postprocess(
     shared, side, empty_store = _chunk_side(chunks, keyed, n, broadcast)
     parts.postprocess_piece(keyed.empty(), cfg, empty_store)  # bad input fails here
     return _run(
-        keyed, side, output, collect, "postprocess", retries,
-        work=parts.postprocess_piece, store_name="chunks", store=shared, config=cfg,
+        keyed,
+        side,
+        output,
+        collect,
+        "postprocess",
+        retries,
+        work=parts.postprocess_piece,
+        store_name="chunks",
+        store=shared,
+        config=cfg,
+    )
+
+
+def fetch(
+    requests: Any,
+    documents: Any,
+    config: FetchConfig | Mapping[str, Any] | None = None,
+    *,
+    sizes: Any = None,
+    output: str | os.PathLike[str] | None = None,
+    collect: bool = False,
+    partitions: int | None = None,
+    broadcast: bool | None = None,
+    retries: int = 3,
+) -> Any:
+    """:func:`ragframe.fetch` on Ray, the requests grouped by document bucket, each
+    part in request order (``request_order``, the single-machine output position;
+    ``collect`` sorts by it and drops it). Arguments as for :func:`postprocess`."""
+    ray = ray_module()
+    cfg = _config(config, FetchConfig)
+    data = data_of(requests)
+    names = [n for n in (c.QUERY_ID, c.RANK) if n in data.schema.names]
+    keys = _gather.concat(_tables(data.ds.select_columns([*names, POS]))).sort(POS)
+    order = _gather.request_order(keys)
+    lookup = keys.select(POS).with_columns(order).to_arrow()
+    shared_lookup = ray.put(lookup)
+
+    def ordered(batch: pa.Table) -> pa.Table:
+        return rt.with_order(batch, shared_lookup)
+
+    count = data.rows if data.rows is not None else keys.height
+    n = partitions or partition_count(count, 1, _workers())
+    keyed = _part(data.then(ordered), n, c.DOC_ID)
+    shared, empty_docs = _store(documents, broadcast)
+    side = None
+    if shared is None:
+        side = _part(data_of(documents, _same), n, c.DOC_ID)
+        empty_docs = parts.restored(side.empty()).to_arrow()
+    sized = None if sizes is None else local_table(sizes)
+    parts.fetch_piece(keyed.empty(), empty_docs, cfg, sized)  # bad input fails here
+    return _run(
+        keyed,
+        side,
+        output,
+        collect,
+        "fetch",
+        retries,
+        work=parts.fetch_piece,
+        store_name="documents",
+        store=shared,
+        config=cfg,
+        sizes=None if sized is None else ray.put(sized),
+    )
+
+
+def _same(table: pa.Table) -> pa.Table:
+    return table
+
+
+def evaluate(
+    qrels: Any,
+    *,
+    candidates: Any = None,
+    blocks: Any = None,
+    k: int | Sequence[int] = (10,),
+    max_blocks: int | None = None,
+    max_characters: int | None = None,
+    chunks: Any = None,
+    partitions: int | None = None,
+    retries: int = 3,
+) -> pl.DataFrame:
+    """:func:`ragframe.evaluate` on Ray, collected (see
+    :func:`ragframe.distributed.dask.evaluate`)."""
+    ray = ray_module()
+    source, is_blocks = one_input(candidates, blocks)
+    judged = judgements(qrels)
+    keyed, _ = _candidates(source, partitions)
+    options = {"k": k, "max_blocks": max_blocks, "max_characters": max_characters}
+    offsets = offsets_of(chunks)
+    empty_offsets = None if offsets is None else offsets.slice(0, 0)
+    parts.evaluate_piece(keyed.empty(), judged, is_blocks, options, empty_offsets)
+    ds = _grouped(
+        keyed,
+        None,
+        retries,
+        work=parts.evaluate_piece,
+        store_name="chunks",
+        store=None if offsets is None else ray.put(offsets),
+        qrels=ray.put(judged),
+        blocks=is_blocks,
+        options=options,
+    )
+    return _gather.evaluate_table(
+        _tables(ds),
+        judged,
+        keyed.schema,
+        blocks=is_blocks,
+        options={**options, "chunks": empty_offsets},
+    )
+
+
+def sweep(
+    candidates: Any,
+    grid: Grid,
+    qrels: Any,
+    *,
+    chunks: Any = None,
+    baseline: int | PostprocessConfig | None = None,
+    metric: str = c.CONTEXT_RECALL,
+    cost: str = c.CHARS_USED,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    seed: int = 0,
+    partitions: int | None = None,
+    broadcast: bool | None = None,
+    retries: int = 3,
+) -> SweepResult:
+    """:func:`ragframe.sweep` on Ray (see :func:`ragframe.distributed.dask.sweep`)."""
+    ray = ray_module()
+    configs, _ = configurations(grid)
+    judged = judgements(qrels)
+    keyed, n = _candidates(candidates, partitions)
+    shared, side, empty_store = _chunk_side(chunks, keyed, n, broadcast)
+    ds = _grouped(
+        keyed,
+        side,
+        retries,
+        work=parts.sweep_piece,
+        store_name="chunks",
+        store=shared,
+        configs=configs,
+        qrels=ray.put(judged),
+    )
+    store_schema = None if empty_store is None else parts.restored(empty_store).to_arrow().schema
+    return _gather.sweep_table(
+        _tables(ds),
+        configs,
+        judged,
+        keyed.schema,
+        chunks=store_schema,
+        baseline=baseline,
+        metric=metric,
+        cost=cost,
+        metrics=metrics,
+        seed=seed,
     )
