@@ -13,6 +13,8 @@ import pyarrow as pa
 from ragframe.distributed import _parts as parts
 from ragframe.distributed._inputs import (
     PART,
+    ROWS_PER_PARTITION,
+    local_table,
     is_path,
     parquet_files,
     parquet_rows,
@@ -76,6 +78,10 @@ def frame_of(
             )
         made = ddf.from_map(_read, files, numbers, keyed=keyed, meta=meta)
         return made, sum(parquet_rows(files))
+    if isinstance(source, pl.DataFrame | pl.LazyFrame | pa.Table):
+        table = local_table(source)
+        pieces = max(1, min(8, table.num_rows // ROWS_PER_PARTITION))
+        source = ddf.from_pandas(pandas(table), npartitions=pieces, sort=False)
     if not isinstance(source, ddf.DataFrame):
         raise TypeError(f"expected a dask DataFrame or Parquet paths, got {type(source).__name__}")
     meta = pandas(keyed(arrow(source._meta), 0))
@@ -111,7 +117,9 @@ def by_part(ddf: Any, partitions: int) -> Any:
     bucket ``i``: ``set_index`` on the bucket with the divisions ``0, 1, ...,
     partitions`` (Dask's documented guarantee: equal index values share a partition, and
     partition ``i`` holds the values in ``[i, i + 1)``)."""
-    return ddf.set_index(PART, divisions=list(range(partitions + 1)))
+    nested = any(pa.types.is_nested(f.type) for f in schema(ddf))
+    method = "tasks" if nested else None  # P2P cannot rebuild Arrow list dtypes (2026.8)
+    return ddf.set_index(PART, divisions=list(range(partitions + 1)), shuffle_method=method)
 
 
 def joined_store(shuffled_keys_from: Any, store: Any, partitions: int) -> Any:

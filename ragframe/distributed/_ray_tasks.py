@@ -44,13 +44,6 @@ def read_batch(
     return pa.concat_tables(got)
 
 
-def positions_from_id(batch: pa.Table, name: str) -> pa.Table:
-    """A zipped ``ray.data.range`` column ``name`` (the global row index) as :data:`POS`
-    (or another position column)."""
-    rows = parts.frame(batch)
-    return rows.rename({"id": name}).with_columns(pl.col(name).cast(pl.Int64)).to_arrow()
-
-
 def with_part(batch: pa.Table, partitions: int, on: str) -> pa.Table:
     """The batch with :data:`PART`."""
     return parts.with_part(batch, partitions, on)

@@ -76,10 +76,14 @@ class _Run:
         self.workers = found or os.cpu_count() or 1
 
     def share(self, value: Any) -> Any:
-        """``value`` sent once to every worker (a future), or as it is without a client."""
-        if self.client is None or value is None:
-            return value
-        return self.client.scatter(value, broadcast=True, hash=False)
+        """``value`` as one task of the graph: sent to the scheduler once, copied to each
+        worker that needs it once, and, unlike scattered data, made again from the graph
+        if the workers holding it are lost."""
+        if value is None:
+            return None
+        import dask
+
+        return dask.delayed(value, pure=True)
 
     def compute(self, objects: Sequence[Any]) -> list[Any]:
         """Compute the delayed ``objects`` (lost tasks run again, ``retries`` times)."""

@@ -119,13 +119,15 @@ def data_of(source: Any, store: Step | None = None) -> _Data:
         )
         empty = pl.DataFrame(schema=pl.read_parquet_schema(files[0])).to_arrow()
         data = _Data(ds, keyed(empty, 0).schema, sum(parquet_rows(files)))
+    elif isinstance(source, pl.DataFrame | pl.LazyFrame | pa.Table):
+        table = keyed(local_table(source), 0)
+        data = _Data(ray.data.from_arrow(table), table.schema, table.num_rows)
     elif isinstance(source, ray.data.Dataset):
-        name = POS if store is None else STORE_POS
-        zipped = source.zip(ray.data.range(source.count()))
-        ds = zipped.map_batches(
-            rt.positions_from_id, batch_format="pyarrow", fn_kwargs={"name": name}
-        )
-        data = _Data(ds, keyed(_base_schema(source).empty_table(), 0).schema)
+        blocks = source.to_arrow_refs()  # in the dataset's order, as Ray gives it
+        place = ray.remote(keyed)
+        placed = [place.remote(block, i) for i, block in enumerate(blocks)]
+        schema = keyed(_base_schema(source).empty_table(), 0).schema
+        data = _Data(ray.data.from_arrow_refs(placed), schema)
     else:
         raise TypeError(f"expected a Ray dataset or Parquet paths, got {type(source).__name__}")
     return data if store is None else data.then(store)
