@@ -6,6 +6,7 @@ the rest are marked ``slow``. Skipped where the engine is not installed."""
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import signal
 import threading
@@ -43,7 +44,7 @@ def dask_client() -> Iterator[Any]:
     pytest.importorskip("dask.dataframe")
     distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     client = distributed.Client(cluster)
     yield client
@@ -87,7 +88,11 @@ def test_postprocess_equals_local_on_cranfield(
     whole = _local_blocks(pl.scan_parquet(results), pl.scan_parquet(chunks))
     for broadcast in (True, False):
         got = engine.postprocess(
-            str(results), CONFIG, chunks=str(chunks), collect=True, partitions=3,
+            str(results),
+            CONFIG,
+            chunks=str(chunks),
+            collect=True,
+            partitions=3,
             broadcast=broadcast,
         )
         assert_frame_equal(got, whole)
@@ -99,10 +104,14 @@ def test_fetch_evaluate_sweep_equal_local_on_cranfield(
     name: str, cranfield: Path, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     engine = _engine(name, request)
-    frames = {n: pl.read_parquet(cranfield / f"{n}.parquet") for n in ("results_minilm", "chunks", "docs", "queries")}
+    frames = {
+        n: pl.read_parquet(cranfield / f"{n}.parquet")
+        for n in ("results_minilm", "chunks", "docs", "queries")
+    }
     queries = frames["queries"].select(c.QUERY_ID, pl.col("text").alias(c.QUERY))
     requests = (
-        frames["results_minilm"].filter(pl.col(c.RANK) <= 5)
+        frames["results_minilm"]
+        .filter(pl.col(c.RANK) <= 5)
         .join(queries, on=c.QUERY_ID, maintain_order="left")
         .select(c.QUERY_ID, c.QUERY, c.DOC_ID, c.RANK)
     )
@@ -112,7 +121,9 @@ def test_fetch_evaluate_sweep_equal_local_on_cranfield(
     fconfig = ragframe.FetchConfig(fulltext_threshold=600)
     whole = ragframe.fetch(requests, docs, fconfig).collect()
     for broadcast in (True, False):
-        got = engine.fetch(str(req_path), docs, fconfig, collect=True, partitions=3, broadcast=broadcast)
+        got = engine.fetch(
+            str(req_path), docs, fconfig, collect=True, partitions=3, broadcast=broadcast
+        )
         assert_frame_equal(got, whole)
 
     qrels = ragframe.read_qrels(cranfield / "qrels.parquet", gain=GAIN)
@@ -127,12 +138,22 @@ def test_fetch_evaluate_sweep_equal_local_on_cranfield(
     blocks.write_parquet(blocks_path)
     options = {"max_blocks": 4, "max_characters": 3000}
     local = ragframe.evaluate(qrels, blocks=blocks, chunks=frames["chunks"], **options).collect()
-    got = engine.evaluate(qrels, blocks=str(blocks_path), chunks=frames["chunks"], partitions=3, **options)
+    got = engine.evaluate(
+        qrels, blocks=str(blocks_path), chunks=frames["chunks"], partitions=3, **options
+    )
     assert_frame_equal(got, local)
 
     local_sweep = ragframe.sweep(dropped, GRID, qrels, chunks=frames["chunks"], baseline=1)
     for broadcast in (True, False):
-        swept = engine.sweep(str(path), GRID, qrels, chunks=frames["chunks"], baseline=1, partitions=3, broadcast=broadcast)
+        swept = engine.sweep(
+            str(path),
+            GRID,
+            qrels,
+            chunks=frames["chunks"],
+            baseline=1,
+            partitions=3,
+            broadcast=broadcast,
+        )
         assert_frame_equal(swept.per_query, local_sweep.per_query)
         assert_frame_equal(swept.summary, local_sweep.summary)
 
@@ -150,7 +171,7 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], str,
     root = tmp_path_factory.mktemp("synthetic")
     cuts = [0, 90_000, 350_000, 410_000, 800_000, shuffled.height]
     files = []
-    for i, (a, b) in enumerate(zip(cuts, cuts[1:], strict=False)):
+    for i, (a, b) in enumerate(itertools.pairwise(cuts)):
         files.append(os.fspath(root / f"part-{i}.parquet"))
         shuffled.slice(a, b - a).write_parquet(files[-1])
     store = os.fspath(root / "chunks.parquet")
@@ -162,14 +183,18 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], str,
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ENGINES)
 def test_postprocess_equals_local_on_1m_rows_across_files(
-    name: str, synthetic: tuple[list[str], str, pl.DataFrame], request: pytest.FixtureRequest,
+    name: str,
+    synthetic: tuple[list[str], str, pl.DataFrame],
+    request: pytest.FixtureRequest,
     tmp_path: Path,
 ) -> None:
     engine = _engine(name, request)
     files, store, whole = synthetic
     got = engine.postprocess(files, CONFIG, chunks=store, collect=True, partitions=4)
     assert_frame_equal(got, whole)
-    written = engine.postprocess(files, CONFIG, chunks=store, output=tmp_path / "out", partitions=4, broadcast=False)
+    written = engine.postprocess(
+        files, CONFIG, chunks=store, output=tmp_path / "out", partitions=4, broadcast=False
+    )
     parts = sorted(glob.glob(os.path.join(written, "part-*.parquet")))
     assert len(parts) == 4
     assert_frame_equal(pl.read_parquet(parts).sort(c.QUERY_ID, c.BLOCK_RANK), whole)
@@ -177,7 +202,9 @@ def test_postprocess_equals_local_on_1m_rows_across_files(
 
 def _kill_when_a_part_is_written(folder: Path, pids: Callable[[], list[int]]) -> list[int]:
     """Once the first part is in the run's temporary folder, kill one worker."""
-    pattern = os.path.join(folder.parent, f".{folder.name}{ragframe.io.TEMP_MARK}*", "part-*.parquet")
+    pattern = os.path.join(
+        folder.parent, f".{folder.name}{ragframe.io.TEMP_MARK}*", "part-*.parquet"
+    )
     deadline = time.monotonic() + 300
     while not glob.glob(pattern) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -201,7 +228,9 @@ def _busy_ray_workers() -> list[int]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ENGINES)
 def test_a_worker_killed_mid_run_loses_and_doubles_nothing(
-    name: str, synthetic: tuple[list[str], str, pl.DataFrame], request: pytest.FixtureRequest,
+    name: str,
+    synthetic: tuple[list[str], str, pl.DataFrame],
+    request: pytest.FixtureRequest,
     tmp_path: Path,
 ) -> None:
     engine = _engine(name, request)
@@ -209,12 +238,15 @@ def test_a_worker_killed_mid_run_loses_and_doubles_nothing(
     target = tmp_path / "out"
     if name == "dask":
         client = request.getfixturevalue("dask_client")
+
         def pids() -> list[int]:
             return list(client.run(os.getpid).values())
     else:
         pids = _busy_ray_workers
     killed: list[int] = []
-    thread = threading.Thread(target=lambda: killed.extend(_kill_when_a_part_is_written(target, pids)))
+    thread = threading.Thread(
+        target=lambda: killed.extend(_kill_when_a_part_is_written(target, pids))
+    )
     thread.start()
     written = engine.postprocess(files, CONFIG, chunks=store, output=target, partitions=8)
     thread.join()
@@ -230,7 +262,9 @@ def test_parquet_files_in_polars_order(tmp_path: Path) -> None:
         pl.DataFrame({"x": [1]}).write_parquet(tmp_path / name)
     found = [Path(f).relative_to(tmp_path).as_posix() for f in _inputs.parquet_files(tmp_path)]
     assert found == ["a.parquet", "b.parquet", "sub/c.parquet"]
-    assert _inputs.parquet_files([tmp_path / "b.parquet", tmp_path / "a.parquet"])[0].endswith("b.parquet")
+    assert _inputs.parquet_files([tmp_path / "b.parquet", tmp_path / "a.parquet"])[0].endswith(
+        "b.parquet"
+    )
     with pytest.raises(RagframeError, match="input not found"):
         _inputs.parquet_files(tmp_path / "nope.parquet")
 

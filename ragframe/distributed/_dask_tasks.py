@@ -14,8 +14,8 @@ from ragframe.distributed import _parts as parts
 from ragframe.distributed._inputs import (
     PART,
     ROWS_PER_PARTITION,
-    local_table,
     is_path,
+    local_table,
     parquet_files,
     parquet_rows,
     positioned,

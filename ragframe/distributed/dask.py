@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -91,7 +92,9 @@ class _Run:
             import dask
 
             return list(dask.compute(*objects))
-        futures = self.client.compute(list(objects), retries=self.retries)
+        with warnings.catch_warnings():  # a broadcast store is in the graph on purpose
+            warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
+            futures = self.client.compute(list(objects), retries=self.retries)
         return list(self.client.gather(futures))
 
 
@@ -281,7 +284,7 @@ def evaluate(
     source, is_blocks = one_input(candidates, blocks)
     run = _Run(client, retries)
     judged = judgements(qrels)
-    _, shuffled, n = _candidates(run, source, partitions)
+    _, shuffled, _n = _candidates(run, source, partitions)
     options = {"k": k, "max_blocks": max_blocks, "max_characters": max_characters}
     offsets = offsets_of(chunks)
     empty_offsets = None if offsets is None else offsets.slice(0, 0)

@@ -37,7 +37,6 @@ from ragframe.distributed._inputs import (
     ENTITY,
     PART,
     POS,
-    STORE_POS,
     broadcast_store,
     is_path,
     local_table,
