@@ -275,10 +275,46 @@ def test_a_missing_engine_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> No
         _inputs.require("ray", "ray")
 
 
-def test_broadcast_threshold() -> None:
+def test_broadcast_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     small = pl.DataFrame({"doc_id": [1], "chunk_index": [0], "text": ["x"]})
     assert _inputs.broadcast_store(small, None)
     assert not _inputs.broadcast_store(small, False)
     assert not _inputs.broadcast_store(small.lazy(), None)  # size unknown: join by key
+    monkeypatch.setattr(_inputs, "BROADCAST_LIMIT", small.estimated_size() - 1)
+    assert not _inputs.broadcast_store(small, None)  # over the limit: join by key
     assert _inputs.partition_count(10_000_000, 8, 2) == 6
     assert _inputs.partition_count(None, 3, 2) == 4
+
+
+def test_engine_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragframe.cli import main
+
+    out = os.fspath(tmp_path / "out.parquet")
+    base = ["postprocess", "data/results.parquet", "--chunks", "data/chunks.parquet", "-o", out]
+    cases = {
+        "--scheduler is for --engine dask": ["--scheduler", "tcp://nowhere:1"],
+        "--ray-address is for --engine ray": ["--engine", "dask", "--ray-address", "x:1"],
+        "--partitions must be >= 1, got 0": ["--engine", "ray", "--partitions", "0"],
+        "an engine reads Parquet": ["--engine", "dask"],
+    }
+    for message, extra in cases.items():
+        argv = base + extra
+        if message == "an engine reads Parquet":
+            argv[1] = os.fspath(tmp_path / "results.csv")
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "out.parquet").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ENGINES)
+def test_cli_engine_equals_local(name: str, tmp_path: Path) -> None:
+    pytest.importorskip("distributed" if name == "dask" else "ray")
+    from ragframe.cli import main
+
+    args = ["postprocess", "data/results.parquet", "--chunks", "data/chunks.parquet"]
+    assert main([*args, "-o", os.fspath(tmp_path / "local.parquet")]) == 0
+    assert main([*args, "-o", os.fspath(tmp_path / "e.parquet"), "--engine", name]) == 0
+    got, want = (pl.read_parquet(tmp_path / f) for f in ("e.parquet", "local.parquet"))
+    assert_frame_equal(got, want)

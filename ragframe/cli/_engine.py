@@ -60,7 +60,7 @@ def on_engine(args: argparse.Namespace) -> bool:
 def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     """The adapter module, its cluster connected or started (and stopped after)."""
     if args.engine == "dask":
-        from ragframe.distributed import dask as engine
+        from ragframe.distributed import dask as dask_engine
 
         distributed = require("distributed", "dask")
         try:
@@ -76,14 +76,14 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
                 f"cannot reach the Dask scheduler {args.scheduler}: {exc}"
             ) from None
         try:
-            yield engine
+            yield dask_engine
         finally:
             cluster = client.cluster
             client.close()
             if cluster is not None:
                 cluster.close()
         return
-    from ragframe.distributed import ray as engine
+    from ragframe.distributed import ray as ray_engine
 
     ray = require("ray", "ray")
     try:
@@ -91,7 +91,7 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     except ConnectionError as exc:
         raise RagframeError(f"cannot reach the Ray cluster {args.ray_address}: {exc}") from None
     try:
-        yield engine
+        yield ray_engine
     finally:
         ray.shutdown()
 
@@ -158,6 +158,7 @@ def _evaluate(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
             "--candidates with --engine: evaluate the blocks and the ranking in two runs"
         )
     source = _parquet(args.input, "INPUT")
+    assert source is not None
     is_blocks = c.BLOCK_RANK in pl.read_parquet_schema(parquet_files(source)[0])
     per_query = engine.evaluate(
         read_qrels(args.qrels, gain=args.gain, split=args.split),

@@ -64,7 +64,7 @@ def evaluate_table(
     """The evaluate parts plus a row for every judged query no partition had (scored as
     the single-machine engine scores it: from empty input), by ``query_id``."""
     seen = concat(parts)
-    given = {"blocks" if blocks else "candidates": empty_like(schema)}
+    given: dict[str, Any] = {"blocks" if blocks else "candidates": empty_like(schema)}
     rest = evaluate(qrels, **given, **options).collect()
     if not seen.width:
         return rest

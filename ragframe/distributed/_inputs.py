@@ -77,7 +77,7 @@ def parquet_files(source: Source) -> list[str]:
     """
     items = [source] if isinstance(source, str | os.PathLike) else list(source)
     files: list[str] = []
-    for item in map(os.fspath, items):
+    for item in [os.fspath(i) for i in items]:
         if Path(item).is_dir():
             files += sorted(
                 glob.glob(os.path.join(glob.escape(item), "**", "*.parquet"), recursive=True)
@@ -140,7 +140,9 @@ def store_bytes(store: Any) -> int | None:
     if is_path(store):
         files = parquet_files(store)
         meta = [pq.ParquetFile(f).metadata for f in files]
-        return sum(m.row_group(i).total_byte_size for m in meta for i in range(m.num_row_groups))
+        return int(
+            sum(m.row_group(i).total_byte_size for m in meta for i in range(m.num_row_groups))
+        )
     return None
 
 

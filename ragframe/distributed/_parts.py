@@ -134,7 +134,7 @@ def fetch_piece(
     """:func:`ragframe.partition.fetch_part` of a partition of whole documents' requests
     (:data:`ragframe.partition.ORDER` rides along), sorted by that order."""
     sized = None if sizes is None else frame(sizes)
-    out = fetch_part(restored(requests), _store(documents), config, sizes=sized)  # type: ignore[arg-type]
+    out = fetch_part(restored(requests), _store(documents), config, sizes=sized)
     return frame(out).sort(c.REQUEST_ORDER).to_arrow()
 
 
@@ -148,7 +148,7 @@ def evaluate_piece(
     """:func:`ragframe.partition.evaluate_part` of a partition of whole queries (the
     chunk store's offsets broadcast)."""
     rows = restored(table)
-    given = {"blocks": rows} if blocks else {"candidates": rows}
+    given: dict[str, Any] = {"blocks": rows} if blocks else {"candidates": rows}
     return evaluate_part(qrels, **given, chunks=_store(chunks), **options)
 
 

@@ -82,14 +82,14 @@ class _Run:
         if the workers holding it are lost."""
         if value is None:
             return None
-        import dask
+        dask = _dask()
 
         return dask.delayed(value, pure=True)
 
     def compute(self, objects: Sequence[Any]) -> list[Any]:
         """Compute the delayed ``objects`` (lost tasks run again, ``retries`` times)."""
         if self.client is None:
-            import dask
+            dask = _dask()
 
             return list(dask.compute(*objects))
         with warnings.catch_warnings():  # a broadcast store is in the graph on purpose
@@ -98,8 +98,12 @@ class _Run:
         return list(self.client.gather(futures))
 
 
+def _dask() -> Any:
+    return require("dask", "dask")
+
+
 def _delayed(function: Any) -> Any:
-    import dask
+    dask = _dask()
 
     return dask.delayed(t.task(function), pure=True)
 
@@ -119,7 +123,7 @@ def _finish(
 ) -> Any:
     """The parts as a Dask frame, as one Polars frame in the single-machine order
     (``collect``), or written to the Parquet dataset ``output`` (its path returned)."""
-    import dask
+    dask = _dask()
 
     if collect:
         got = run.compute(tables)
@@ -234,9 +238,8 @@ def fetch(
     keyed = t.keyed(ordered, n, c.DOC_ID)
     shuffled = t.by_part(keyed, n)
     shared, empty_docs = _store(run, documents, broadcast)
-    if shared is not None:
-        docs = [shared] * n
-    else:
+    docs: Sequence[Any] = [shared] * n
+    if shared is None:
         store, _ = t.frame_of(documents, parts.store_positioned)
         docs_by_part = t.shuffled(store, n, c.DOC_ID)
         docs, empty_docs = t.delayed_parts(docs_by_part), t.schema(docs_by_part).empty_table()
@@ -255,8 +258,8 @@ def _with_request_order(run: _Run, frame: Any) -> Any:
     names = [n for n in (c.QUERY_ID, c.RANK) if n in frame.columns]
     (keys,) = run.compute([frame[[*names, POS]]])
     table = t.arrow(keys)
-    order = _gather.request_order(pl.from_arrow(table).sort(POS))  # type: ignore[arg-type]
-    positions = pl.from_arrow(table).select(pl.col(POS).sort())  # type: ignore[union-attr]
+    order = _gather.request_order(parts.frame(table).sort(POS))
+    positions = parts.frame(table).select(pl.col(POS).sort())
     lookup = positions.with_columns(order).to_arrow()
     meta = t.pandas(parts.with_order(t.schema(frame).empty_table(), lookup.slice(0, 0)))
     work, shared = _delayed(parts.with_order), run.share(lookup)
