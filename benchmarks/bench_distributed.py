@@ -33,7 +33,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import ragframe
-from benchmarks._generate import generate
+from benchmarks import _generate
 
 SIZES = {"smoke": 200, "full": 100_000}
 """Queries per size (x 100 candidates each)."""
@@ -61,16 +61,21 @@ def cluster() -> Iterator[Any]:
 
 
 def _inputs(queries: int, root: Path) -> tuple[list[str], str]:
-    data = generate(queries)
-    order = np.random.default_rng(11).permutation(data.results.height)
-    rows = data.results[order]
+    """The generator's candidates and store (as :func:`benchmarks._generate.generate`
+    makes them, without its text-inline copy: 4 GB at 10M rows)."""
+    rng = np.random.default_rng(42)
+    chunks = _generate._chunks(_generate._documents(rng, 20_000))
+    counts = chunks.group_by("doc_id").len().sort("doc_id")["len"].to_numpy()
+    results = _generate._results(rng, counts, queries)
+    order = np.random.default_rng(11).permutation(results.height)
+    rows = results[order]
     cuts = np.sort(np.random.default_rng(5).choice(rows.height, FILES - 1, replace=False))
     files = []
     for i, (a, b) in enumerate(itertools.pairwise([0, *cuts.tolist(), rows.height])):
         files.append(os.fspath(root / f"results-{i}.parquet"))
         rows.slice(a, b - a).write_parquet(files[-1])
     store = os.fspath(root / "chunks.parquet")
-    data.chunks.write_parquet(store)
+    chunks.write_parquet(store)
     return files, store
 
 

@@ -68,7 +68,11 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
                 distributed.Client(args.scheduler)
                 if args.scheduler
                 else distributed.Client(
-                    distributed.LocalCluster(threads_per_worker=1, dashboard_address=":0")
+                    distributed.LocalCluster(
+                        threads_per_worker=1,
+                        dashboard_address=":0",
+                        env={"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")},
+                    )
                 )
             )
         except OSError as exc:

@@ -9,7 +9,7 @@ import glob
 import importlib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeAlias
@@ -186,3 +186,12 @@ def offsets_of(chunks: Any) -> pa.Table | None:
     assert isinstance(table, pl.DataFrame)
     names = (c.ENTITY_ID, c.DOC_ID, c.CHUNK_INDEX, c.START_CHAR, c.END_CHAR)
     return table.select(n for n in names if n in table.columns).to_arrow()
+
+
+def config_of(config: Any, kind: type) -> Any:
+    """``config`` as a ``kind`` (a config, a mapping of its fields, or ``None``)."""
+    if isinstance(config, kind):
+        return config
+    if config is None or isinstance(config, Mapping):
+        return kind(**(config or {}))
+    raise ConfigError(f"expected a {kind.__name__} or a mapping, got {type(config).__name__}")
