@@ -16,7 +16,6 @@ from typing import Any, TypeAlias
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ragframe import schema as c
 from ragframe.errors import ConfigError, RagframeError
@@ -97,6 +96,8 @@ def parquet_files(source: Source) -> list[str]:
 
 def parquet_rows(files: Sequence[str]) -> list[int]:
     """Each file's row count, from its footer."""
+    import pyarrow.parquet as pq  # only where an engine runs: the CLI starts without it
+
     return [pq.ParquetFile(f).metadata.num_rows for f in files]
 
 
@@ -138,6 +139,8 @@ def store_bytes(store: Any) -> int | None:
     if isinstance(store, pa.Table):
         return int(store.nbytes)
     if is_path(store):
+        import pyarrow.parquet as pq
+
         files = parquet_files(store)
         meta = [pq.ParquetFile(f).metadata for f in files]
         return int(
