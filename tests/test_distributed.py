@@ -120,6 +120,13 @@ def test_fetch_evaluate_sweep_equal_local_on_cranfield(
     docs = frames["docs"].select(c.DOC_ID, c.CONTENT)
     fconfig = ragframe.FetchConfig(fulltext_threshold=600)
     whole = ragframe.fetch(requests, docs, fconfig).collect()
+    lazy = engine.postprocess(
+        str(cranfield / "results_minilm.parquet"), CONFIG, chunks=frames["chunks"]
+    )
+    assert_frame_equal(
+        _frame_of(name, lazy).sort(c.QUERY_ID, c.BLOCK_RANK),
+        _local_blocks(frames["results_minilm"], frames["chunks"]),
+    )
     for broadcast in (True, False):
         got = engine.fetch(
             str(req_path), docs, fconfig, collect=True, partitions=3, broadcast=broadcast
@@ -156,6 +163,21 @@ def test_fetch_evaluate_sweep_equal_local_on_cranfield(
         )
         assert_frame_equal(swept.per_query, local_sweep.per_query)
         assert_frame_equal(swept.summary, local_sweep.summary)
+
+
+def _frame_of(name: str, out: Any) -> pl.DataFrame:
+    """An engine's own output (a Dask frame, a Ray dataset) as one Polars frame."""
+    import pyarrow as pa
+
+    if name == "dask":
+        table = pa.Table.from_pandas(out.compute(), preserve_index=False)
+    else:
+        import ray
+
+        table = pa.concat_tables(ray.get(out.to_arrow_refs()))
+    got = pl.from_arrow(table)
+    assert isinstance(got, pl.DataFrame)
+    return got
 
 
 @pytest.fixture(scope="module")

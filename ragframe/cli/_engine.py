@@ -90,14 +90,17 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     from ragframe.distributed import ray as ray_engine
 
     ray = require("ray", "ray")
+    started = not ray.is_initialized()  # called from Python with Ray running: use it
     try:
-        ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+        if started:
+            ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
     except ConnectionError as exc:
         raise RagframeError(f"cannot reach the Ray cluster {args.ray_address}: {exc}") from None
     try:
         yield ray_engine
     finally:
-        ray.shutdown()
+        if started:
+            ray.shutdown()
 
 
 def _parquet(path: str | None, what: str) -> str | None:
