@@ -15,6 +15,10 @@ function                    a partition holds                output of the parti
                             request of its documents         (see :func:`fetch_order`)
 :func:`evaluate_part`       every candidate/block of its     concatenated: one row per
                             queries; qrels may be all        query of the partition
+:func:`sweep_part`          every candidate of its queries;  concatenated, sorted by
+                            qrels may be all                 ``(config, query_id)``: the
+                                                             sweep's ``per_query``; the
+                                                             summary from all of them
 ==========================  ===============================  ============================
 
 A partition never splits a query: :func:`bucket` names the partition of each query (a
@@ -38,6 +42,8 @@ import pyarrow as pa
 from ragframe import schema as c
 from ragframe.errors import ConfigError
 from ragframe.evaluate import evaluate
+from ragframe.evaluate._qrels import judgements
+from ragframe.evaluate._sweep import Grid, configurations, sweep_rows
 from ragframe.fetch import FetchConfig, fetch
 from ragframe.postprocess import PostprocessConfig, postprocess
 from ragframe.schema import Frame, to_lazy
@@ -57,6 +63,7 @@ __all__ = [
     "fetch_order",
     "fetch_part",
     "postprocess_part",
+    "sweep_part",
 ]
 
 
@@ -168,11 +175,40 @@ def evaluate_part(
         >>> evaluate_part(qrels, candidates=run, k=1).column("query_id").to_pylist()
         [1]
     """
-    given = [_rows(f) for f in (candidates, blocks) if f is not None]
+    cands, blks = (_rows(f) if f is not None else None for f in (candidates, blocks))
+    given = [g for g in (cands, blks) if g is not None]
     if not given:
         raise ConfigError("evaluate_part needs candidates or blocks; got neither")
     queries = pl.concat([g.select(c.QUERY_ID) for g in given], how="vertical_relaxed").unique()
-    cands, blks = (_rows(f) if f is not None else None for f in (candidates, blocks))
     out = evaluate(qrels, candidates=cands, blocks=blks, k=k, **options)
     out = out.join(queries.lazy(), on=c.QUERY_ID, how="semi", maintain_order="left")
     return out.collect().to_arrow()
+
+
+def sweep_part(
+    candidates: Frame,
+    grid: Grid,
+    qrels: Any,
+    *,
+    chunks: TextSource | None = None,
+) -> pa.Table:
+    """The sweep's per-(configuration, query) rows (:attr:`ragframe.evaluate.SweepResult.
+    per_query`) of one partition holding every candidate of its queries: those queries'
+    rows only (judged queries no partition has are left, as in :func:`evaluate_part`, to
+    one call with empty candidates). The summary needs every row:
+    :func:`ragframe.evaluate._sweep.sweep_result` of the concatenated parts.
+
+    Example:
+        >>> qrels = pl.DataFrame({"query_id": [1, 2], "doc_id": [7, 8], "relevance": [1, 1]})
+        >>> rows = pl.DataFrame({"query_id": [1, 1], "entity_id": [7, 3],
+        ...     "chunk_index": [0, 0], "text": ["a", "b"], "similarity": [0.9, 0.8]})
+        >>> out = pl.from_arrow(sweep_part(rows, {"max_blocks": [1, 2]}, qrels))
+        >>> out.select("config", "query_id", "context_recall").rows()
+        [(0, 1, 1.0), (1, 1, 1.0)]
+    """
+    rows = _rows(candidates)
+    configs, varied = configurations(grid)
+    text = _text(chunks, rows)
+    out = sweep_rows(rows, configs, varied, judgements(qrels), chunks=text)
+    queries = rows.select(c.QUERY_ID).unique()
+    return out.join(queries, on=c.QUERY_ID, how="semi", maintain_order="left").to_arrow()

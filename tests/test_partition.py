@@ -17,6 +17,7 @@ from ragframe.partition import (
     fetch_order,
     fetch_part,
     postprocess_part,
+    sweep_part,
 )
 from tests.conftest import require_cranfield
 
@@ -92,6 +93,33 @@ def test_evaluate_parts_equal_one_call(cranfield: dict[str, pl.DataFrame]) -> No
     ]
     joined = pl.concat(parts).sort(c.QUERY_ID)  # type: ignore[arg-type]
     assert_frame_equal(joined, whole.filter(pl.col(c.QUERY_ID).is_in(results[c.QUERY_ID])))
+
+
+def test_sweep_parts_equal_one_sweep(cranfield: dict[str, pl.DataFrame]) -> None:
+    """Each partition's per-(config, query) rows are the sweep's rows of its queries;
+    judged queries no partition has are the rows of a sweep over no candidates; the
+    summary of all the rows is the sweep's."""
+    from ragframe.evaluate._qrels import judgements
+    from ragframe.evaluate._sweep import configurations, sweep_result, sweep_rows
+
+    qrels = ragframe.read_qrels(cranfield["qrels"], gain={1: 4, 2: 3, 3: 2, 4: 1, -1: 0})
+    results = cranfield["results_minilm"].filter(pl.col(c.QUERY_ID) % 5 != 0)
+    grid = {"top_k": [5, 10], "max_blocks": [2, 4]}
+    whole = ragframe.sweep(results, grid, qrels, chunks=cranfield["chunks"])
+    parts = [
+        pl.from_arrow(sweep_part(p, grid, qrels, chunks=cranfield["chunks"]))
+        for p in _parts(results, 3)
+    ]
+    configs, varied = configurations(grid)
+    empty = results.clear()
+    rest = sweep_rows(empty, configs, varied, judgements(qrels), chunks=cranfield["chunks"])
+    seen = pl.concat(parts)  # type: ignore[arg-type]
+    rest = rest.join(seen.select(c.CONFIG, c.QUERY_ID), on=[c.CONFIG, c.QUERY_ID], how="anti")
+    assert rest.height > 0  # judged queries without candidates: the driver's rows are real
+    rows = pl.concat([seen, rest]).sort(c.CONFIG, c.QUERY_ID)
+    assert_frame_equal(rows, whole.per_query)
+    summary = sweep_result(rows, varied, 0).summary
+    assert_frame_equal(summary, whole.summary)
 
 
 def test_bucket_rejects_nonsense() -> None:

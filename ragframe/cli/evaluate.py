@@ -7,6 +7,7 @@ from typing import Any
 
 from ragframe import schema as c
 from ragframe.cli._common import add_command, add_output, collect, write
+from ragframe.cli._engine import add_engine_options, on_engine, run_on_engine
 from ragframe.errors import ConfigError
 from ragframe.evaluate import evaluate, read_qrels, summarize
 from ragframe.io import scan_table
@@ -77,11 +78,14 @@ def add_evaluate(sub: Any) -> None:
     p.add_argument("--max-characters", type=_positive, metavar="N", help="the character budget")
     p.add_argument("--summary", metavar="SUMMARY", help="also write the means here")
     add_output(p)
+    add_engine_options(p)
     p.set_defaults(run=run_evaluate)
 
 
 def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``evaluate``; the summary is the quality table."""
+    if on_engine(args):
+        return run_on_engine(args, "evaluate")
     qrels = read_qrels(args.qrels, gain=args.gain, split=args.split)
     frame = scan_table(args.input)
     is_blocks = c.BLOCK_RANK in frame.collect_schema()

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from ragframe.cli._common import add_command, add_output, check_output, collect, write
+from ragframe.cli._engine import add_engine_options, on_engine, run_on_engine
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.fetch import FetchConfig, fetch, missing_documents
 from ragframe.fetch._strategy import request_key
@@ -29,6 +30,7 @@ def add_fetch(sub: Any) -> None:
     p.add_argument("documents", metavar="DOCUMENTS", help="doc_id, content [, other fields]")
     p.add_argument("--sizes", metavar="SIZES", help="doc_id, content_length (search phase)")
     add_output(p)
+    add_engine_options(p)
     add_config_options(
         p,
         FetchConfig,
@@ -38,6 +40,8 @@ def add_fetch(sub: Any) -> None:
 
 
 def run_fetch(args: argparse.Namespace) -> dict[str, Any]:
+    if on_engine(args):
+        return run_on_engine(args, "fetch")
     config = config_from_args(FetchConfig, args)
     requests, documents = scan_table(args.requests), scan_table(args.documents)
     sizes = scan_table(args.sizes) if args.sizes else None

@@ -9,6 +9,7 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe.cli._common import add_command, add_output, check_output, collect, write
+from ragframe.cli._engine import add_engine_options, on_engine, run_on_engine
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.io import scan_table
 from ragframe.postprocess import PostprocessConfig, missing_text_counts, postprocess
@@ -57,6 +58,7 @@ def add_postprocess(sub: Any) -> None:
         "by (entity_id, chunk_index), only for the rows that need it",
     )
     add_output(p)
+    add_engine_options(p)
     add_config_options(p, PostprocessConfig)
     p.set_defaults(run=run_postprocess)
 
@@ -64,6 +66,8 @@ def add_postprocess(sub: Any) -> None:
 def run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``postprocess``; the summary counts queries, rows, candidates without text in
     the chunk store, blocks and characters."""
+    if on_engine(args):
+        return run_on_engine(args, "postprocess")
     config = config_from_args(PostprocessConfig, args)
     candidates = scan_table(args.results)
     chunks = scan_table(args.chunks) if args.chunks else None

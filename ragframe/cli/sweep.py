@@ -10,6 +10,7 @@ from typing import Any
 
 from ragframe import schema as c
 from ragframe.cli._common import add_command, collect, write
+from ragframe.cli._engine import add_engine_options, on_engine, sweep_on_engine
 from ragframe.cli.evaluate import _gain
 from ragframe.errors import ConfigError, RagframeError
 from ragframe.evaluate._result import HIGH, LOW, P_HOLM, PARETO
@@ -66,27 +67,20 @@ def add_sweep(sub: Any) -> None:
     p.add_argument("--baseline", type=int, default=0, metavar="N", help="config number")
     p.add_argument("--report", action="store_true", help="also write OUTDIR/report.html")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output folder")
+    add_engine_options(p)
     p.set_defaults(run=run_sweep)
 
 
 def run_sweep(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``sweep``; print the best settings."""
-    from ragframe.evaluate import read_qrels, sweep
+    from ragframe.evaluate import read_qrels
 
     grid = read_grid(args.grid)
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise RagframeError(f"output {os.fspath(out)} exists and is not a folder")
     qrels = read_qrels(args.qrels, gain=args.gain)
-    results = scan_table(args.results)
-    chunks = scan_table(args.chunks) if args.chunks else None
-    (candidates,) = collect(lambda: [results], args.results)
-    store = None
-    if chunks is not None:
-        (store,) = collect(lambda: [chunks], args.chunks)
-    result = sweep(
-        candidates, grid, qrels, chunks=store, baseline=args.baseline, metric=args.metric
-    )
+    result = sweep_on_engine(args, grid, qrels) if on_engine(args) else _local(args, grid, qrels)
     write(result.per_query, os.fspath(out / "per_query.parquet"))
     write(result.summary, os.fspath(out / "summary.parquet"))
     if args.report:
@@ -102,6 +96,21 @@ def run_sweep(args: argparse.Namespace) -> dict[str, Any]:
         f"best {args.metric}": f"{best[args.metric]:.4f}",
         "output": os.fspath(out),
     }
+
+
+def _local(args: argparse.Namespace, grid: dict[str, list[Any]], qrels: Any) -> Any:
+    from ragframe.evaluate import sweep
+
+    results = scan_table(args.results)
+    chunks = scan_table(args.chunks) if args.chunks else None
+    (candidates,) = collect(lambda: [results], args.results)
+    store = None
+    if chunks is not None:
+        (store,) = collect(lambda: [chunks], args.chunks)
+    result = sweep(
+        candidates, grid, qrels, chunks=store, baseline=args.baseline, metric=args.metric
+    )
+    return result
 
 
 def _print_table(summary: Any, parameters: tuple[str, ...], metric: str, rows: int = 10) -> None:

@@ -109,8 +109,24 @@ def sweep(
         ConfigError: an unknown parameter, a bad value, or a baseline not in the grid.
     """
     configs, varied = configurations(grid)
-    base = _baseline(configs, baseline)
-    judged = judgements(qrels)
+    base = baseline_number(configs, baseline)
+    per_query = sweep_rows(candidates, configs, varied, judgements(qrels), chunks=chunks)
+    return sweep_result(
+        per_query, varied, base, metric=metric, cost=cost, metrics=metrics, seed=seed
+    )
+
+
+def sweep_rows(
+    candidates: Any,
+    configs: Sequence[PostprocessConfig],
+    varied: tuple[str, ...],
+    judged: pl.DataFrame,
+    *,
+    chunks: Any = None,
+) -> pl.DataFrame:
+    """The per-(configuration, query) rows of a sweep (:attr:`SweepResult.per_query`):
+    what :func:`sweep` summarizes, and what each partition of a distributed sweep gives
+    (:func:`ragframe.partition.sweep_part`)."""
     store = None if chunks is None else c.to_lazy(chunks, "chunks")
     prepared: dict[tuple[Any, ...], stages.Prepared] = {}
     selected: dict[tuple[Any, ...], pl.DataFrame] = {}
@@ -138,18 +154,42 @@ def sweep(
     )
     everything = pl.concat(contexts, how="vertical")
     per_query = evaluate_contexts(everything, judged, settings, store)
-    per_query = settings.select(c.CONFIG, *parameters).join(per_query, on=c.CONFIG)
+    return settings.select(c.CONFIG, *parameters).join(per_query, on=c.CONFIG)
+
+
+def sweep_result(
+    per_query: pl.DataFrame,
+    varied: tuple[str, ...],
+    baseline: int,
+    *,
+    metric: str = c.CONTEXT_RECALL,
+    cost: str = c.CHARS_USED,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    seed: int = 0,
+) -> SweepResult:
+    """The :class:`SweepResult` of per-(configuration, query) rows (from
+    :func:`sweep_rows`, or the concatenated rows of a distributed sweep's partitions,
+    sorted by configuration and query): the summary is computed here, on all rows."""
+    parameters = varied or ("top_k",)
     wanted = list(dict.fromkeys([metric, cost, *metrics]))
     missing = [m for m in wanted if m not in per_query.columns]
     if missing:
         raise ConfigError(f"sweep: unknown metrics {missing}; have {per_query.columns}")
     summary = summarize_sweep(
-        per_query, parameters, metric=metric, cost=cost, baseline=base, metrics=wanted, seed=seed
+        per_query,
+        parameters,
+        metric=metric,
+        cost=cost,
+        baseline=baseline,
+        metrics=wanted,
+        seed=seed,
     )
-    return SweepResult(per_query, summary, parameters, metric, cost, base)
+    return SweepResult(per_query, summary, parameters, metric, cost, baseline)
 
 
-def _baseline(configs: list[PostprocessConfig], baseline: int | PostprocessConfig | None) -> int:
+def baseline_number(
+    configs: list[PostprocessConfig], baseline: int | PostprocessConfig | None
+) -> int:
     if baseline is None:
         return 0
     if isinstance(baseline, PostprocessConfig):

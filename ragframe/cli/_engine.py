@@ -1,0 +1,209 @@
+"""``--engine local|dask|ray`` for ``postprocess``, ``fetch``, ``evaluate`` and
+``sweep``: the options, the cluster (connected to, or started on this machine for the
+run), and each command run by :mod:`ragframe.distributed` with the same output file
+(written atomically, in the single-machine order) and the same summary."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ragframe import io
+from ragframe import schema as c
+from ragframe.cli._common import integer
+from ragframe.cli._options import config_from_args
+from ragframe.distributed._inputs import parquet_files, require
+from ragframe.errors import ConfigError, RagframeError
+from ragframe.evaluate import SweepResult, read_qrels, summarize
+from ragframe.fetch import FetchConfig
+from ragframe.postprocess import PostprocessConfig
+
+ENGINES = ("local", "dask", "ray")
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """The engine options (one group)."""
+    group = parser.add_argument_group("engine (past one machine; Parquet inputs)")
+    group.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local: this process (default); dask: a Dask cluster (pip install "
+        "'ragframe[dask]'); ray: a Ray cluster (pip install 'ragframe[ray]')",
+    )
+    group.add_argument(
+        "--scheduler", metavar="ADDRESS", help="Dask scheduler (default: a local cluster)"
+    )
+    group.add_argument(
+        "--ray-address", metavar="ADDRESS", help="Ray cluster (default: a local Ray)"
+    )
+    group.add_argument(
+        "--partitions", type=integer, metavar="N", help="partitions (default: from the rows)"
+    )
+
+
+def on_engine(args: argparse.Namespace) -> bool:
+    """Whether the command runs on Dask or Ray (and its engine options fit)."""
+    if args.scheduler and args.engine != "dask":
+        raise ConfigError("--scheduler is for --engine dask")
+    if args.ray_address and args.engine != "ray":
+        raise ConfigError("--ray-address is for --engine ray")
+    if args.partitions is not None and args.partitions < 1:
+        raise ConfigError(f"--partitions must be >= 1, got {args.partitions}")
+    return bool(args.engine != "local")
+
+
+@contextmanager
+def _cluster(args: argparse.Namespace) -> Iterator[Any]:
+    """The adapter module, its cluster connected or started (and stopped after)."""
+    if args.engine == "dask":
+        from ragframe.distributed import dask as dask_engine
+
+        distributed = require("distributed", "dask")
+        try:
+            client = (
+                distributed.Client(args.scheduler)
+                if args.scheduler
+                else distributed.Client(
+                    distributed.LocalCluster(
+                        threads_per_worker=1,
+                        dashboard_address=":0",
+                        env={"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")},
+                    )
+                )
+            )
+        except OSError as exc:
+            raise RagframeError(
+                f"cannot reach the Dask scheduler {args.scheduler}: {exc}"
+            ) from None
+        try:
+            yield dask_engine
+        finally:
+            cluster = client.cluster
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        return
+    from ragframe.distributed import ray as ray_engine
+
+    ray = require("ray", "ray")
+    started = not ray.is_initialized()  # called from Python with Ray running: use it
+    try:
+        if started:
+            ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+    except ConnectionError as exc:
+        raise RagframeError(f"cannot reach the Ray cluster {args.ray_address}: {exc}") from None
+    try:
+        yield ray_engine
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _parquet(path: str | None, what: str) -> str | None:
+    """An engine input: a Parquet file, folder or glob (other formats: run locally)."""
+    if path is not None and not (
+        os.path.isdir(path) or path.endswith((".parquet", ".pq")) or "*" in path
+    ):
+        raise ConfigError(f"{what} {path}: an engine reads Parquet (a file, folder or glob)")
+    return path
+
+
+def run_on_engine(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """Run ``command`` on ``args.engine``; the command's summary."""
+    if command != "sweep":
+        io.check_output(args.output)
+    with _cluster(args) as engine:
+        summary = _RUNS[command](engine, args)
+    summary["engine"] = args.engine
+    return summary
+
+
+def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
+    config = config_from_args(PostprocessConfig, args)
+    blocks = engine.postprocess(
+        _parquet(args.results, "RESULTS"),
+        config,
+        chunks=_parquet(args.chunks, "--chunks"),
+        collect=True,
+        partitions=args.partitions,
+    )
+    io.write_table(blocks, args.output)
+    return {
+        "queries with blocks": blocks[c.QUERY_ID].n_unique(),
+        "blocks out": blocks.height,
+        "characters out": int(blocks[c.CHAR_COUNT].sum()),
+        "truncated blocks": int(blocks[c.TRUNCATED].sum()),
+        "output": str(args.output),
+    }
+
+
+def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
+    config = config_from_args(FetchConfig, args)
+    out = engine.fetch(
+        _parquet(args.requests, "REQUESTS"),
+        _parquet(args.documents, "DOCUMENTS"),
+        config,
+        sizes=args.sizes,
+        collect=True,
+        partitions=args.partitions,
+    )
+    io.write_table(out, args.output)
+    counts = out[c.STRATEGY].value_counts()
+    per = dict(zip(counts[c.STRATEGY].to_list(), counts["count"].to_list(), strict=True))
+    return {"rows": out.height, **per, "output": args.output}
+
+
+def _evaluate(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
+    import polars as pl
+
+    if args.candidates:
+        raise ConfigError(
+            "--candidates with --engine: evaluate the blocks and the ranking in two runs"
+        )
+    source = _parquet(args.input, "INPUT")
+    assert source is not None
+    is_blocks = c.BLOCK_RANK in pl.read_parquet_schema(parquet_files(source)[0])
+    per_query = engine.evaluate(
+        read_qrels(args.qrels, gain=args.gain, split=args.split),
+        **{"blocks" if is_blocks else "candidates": source},
+        k=args.k,
+        max_blocks=args.max_blocks,
+        max_characters=args.max_characters,
+        chunks=args.chunks,
+        partitions=args.partitions,
+    )
+    io.write_table(per_query, args.output)
+    means = summarize(per_query)
+    if args.summary:
+        io.write_table(means, args.summary)
+    table = {
+        k: v if isinstance(v, int) or v is None else f"{v:.4f}"
+        for k, v in means.row(0, named=True).items()
+    }
+    return {**table, "output": args.output}
+
+
+def sweep_on_engine(args: argparse.Namespace, grid: Any, qrels: Any) -> SweepResult:
+    """``ragframe sweep`` on ``args.engine``: the :class:`SweepResult`."""
+    with _cluster(args) as engine:
+        result: SweepResult = engine.sweep(
+            _parquet(args.results, "RESULTS"),
+            grid,
+            qrels,
+            chunks=args.chunks,
+            baseline=args.baseline,
+            metric=args.metric,
+            partitions=args.partitions,
+        )
+    return result
+
+
+_RUNS: dict[str, Callable[[Any, argparse.Namespace], dict[str, Any]]] = {
+    "postprocess": _postprocess,
+    "fetch": _fetch,
+    "evaluate": _evaluate,
+}
