@@ -16,7 +16,7 @@ import pytest
 
 import ragframe
 from ragframe import cli
-from ragframe.postprocess._kernels import _jit
+from ragframe.postprocess._kernels import _ahead, _jit
 
 PACKAGE = Path(ragframe.__file__).resolve().parent
 
@@ -159,6 +159,50 @@ def test_the_cache_lives_in_a_per_user_folder_outside_the_package(tmp_path: Path
     assert again.stdout.splitlines()[:2] == [order, folder]
     assert "compiling" not in again.stderr
     assert again.stdout.splitlines()[2] == "False"  # ... loading did not need to
+
+
+@pytest.mark.skipif(_ahead._threads() < 2, reason="one CPU: no second process")
+def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Path) -> None:
+    """From an empty cache, ``postprocess`` compiles its first kernel while a second
+    process compiles the last (loaded from the cache here once it is done); the result
+    is the same, the user is told once, and the second process has ended."""
+    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path / "cache")}
+    data = PACKAGE.parent / "data"
+    argv = [str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet")]
+    code = (
+        "import sys\n"
+        "from ragframe.cli import main\n"
+        "from ragframe.postprocess._kernels import _ahead, _merge, _walk\n"
+        f"assert main(['postprocess', *{argv!r}, '-o', sys.argv[1]]) == 0\n"
+        "stats = _walk._walk.stats.cache_misses, _merge._merge.stats.cache_hits\n"
+        "print(*(sum(counter.values()) for counter in stats))\n"
+        "print(_ahead._AHEAD[0].process.wait(timeout=60))\n"
+    )
+    run = [sys.executable, "-c", code]
+    cold = subprocess.run(
+        [*run, str(tmp_path / "cold.parquet")], env=env, capture_output=True, text=True
+    )
+    assert cold.returncode == 0, cold.stderr
+    assert cold.stderr.count("ragframe: compiling kernels, first run only") == 1
+    counts, ended = cold.stdout.splitlines()[-2:]
+    assert counts == "1 1"  # _walk compiled here, _merge loaded from the cache
+    assert ended == "0"
+    warm = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragframe.cli",
+            "postprocess",
+            *argv,
+            "-o",
+            str(tmp_path / "warm.parquet"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert warm.returncode == 0 and "compiling" not in warm.stderr
+    assert (tmp_path / "cold.parquet").read_bytes() == (tmp_path / "warm.parquet").read_bytes()
 
 
 def test_the_compile_notice_states_what_a_first_run_takes() -> None:

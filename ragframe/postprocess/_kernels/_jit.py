@@ -35,6 +35,8 @@ from numba.core import event as ev
 from numba.core.runtime.nrt import rtsys
 from numba.extending import intrinsic
 
+from ragframe.postprocess._kernels import _ahead
+
 KERNELS = Path(__file__).resolve().parent
 """The folder of the kernel files, all of which the cache key hashes."""
 CACHE_ENV = "RAGFRAME_CACHE_DIR"
@@ -96,14 +98,25 @@ def cache_folder() -> Path:
 
 class KernelCache(caching.FunctionCache):
     """numba's cache of one kernel, loading without numba's set-up for compiling (the
-    module docstring); anything unexpected falls back to numba's own way."""
+    module docstring; anything unexpected falls back to numba's own way), and waiting
+    for a kernel that a second process compiles (:mod:`._ahead`)."""
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
+        name = self._py_func.__name__
+        _ahead.before_load(name)
         try:
             rtsys.initialize(target_context)  # what cached code needs of the set-up
-            return self._load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+            found = self._load_overload(sig, target_context)  # type: ignore[no-untyped-call]
         except Exception:  # a corrupt or foreign entry: numba decides
-            return super().load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+            found = super().load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+        if found is None:
+            _ahead.missed(name, cached)
+        return found
+
+
+def cached(name: str) -> bool:
+    """Whether the cache holds a kernel named ``name`` (for some signature)."""
+    return any(cache_folder().glob(f"*.{name}-*.nbi"))
 
 
 def _cache_for(function: Callable[..., Any]) -> Any:

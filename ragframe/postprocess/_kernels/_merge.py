@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import string_addresses
+from ragframe.postprocess._kernels._ahead import sample
 from ragframe.postprocess._kernels._buffers import (
     PREFETCH_AHEAD,
     longest_text,
@@ -225,3 +226,10 @@ def merge(
     in_parts(run, np.flatnonzero(group_start), n)
     del alive  # the buffers ``address`` points into lived until here
     return MergeResult(blocks[0], out, *blocks[1:])
+
+
+@sample("_merge")
+def _sample() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    i64, f64, yes = np.zeros(1, dtype=np.int64), np.zeros(1), np.ones(1, dtype=np.bool_)
+    merge(pl.Series(["a"]), i64, yes, i64, f64, f64, 1, 10)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ragframe.postprocess._kernels._ahead import sample
 from ragframe.postprocess._kernels._compile import I64, Bools, compiled, frozen, internal
 
 
@@ -92,3 +93,9 @@ def _ordered_in_segments(starts: Bools, keys: I64) -> I64:
         _merge_sorted(order[lo:hi], keys, scratch[lo:hi])
         lo = hi
     return order
+
+
+@sample("_ordered_in_segments")
+def _sample() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    ordered_in_segments(np.ones(1, dtype=np.bool_), np.zeros((1, 1), dtype=np.int64))

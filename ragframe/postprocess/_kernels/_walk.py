@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import string_addresses
+from ragframe.postprocess._kernels._ahead import sample
 from ragframe.postprocess._kernels._buffers import (
     PREFETCH_AHEAD,
     longest_text,
@@ -256,6 +257,14 @@ def _outputs(n: int) -> tuple[Bools, I64, F64, I64, I64, I64]:
         np.full((n, 2), -1, dtype=np.int64),
         np.full(n, -1, dtype=np.int64),
     )
+
+
+@sample("_walk")
+def _sample() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    i64, yes = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.bool_)
+    entity, entity_type = pl.Series([1]), pl.Series([None], dtype=pl.String)
+    walk(pl.Series(["a"]), i64, yes, np.zeros(1), entity, entity_type, i64, 1)
 
 
 def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, list[Any]]:
