@@ -18,6 +18,7 @@ sample compiles exactly what a real call needs.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import os
 import subprocess
@@ -53,14 +54,18 @@ class _Ahead:
         self.started: set[str] = set()
         self.done = threading.Condition()
         self.finished = False
-        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
+        self.reader = threading.Thread(target=self._read, args=(process.stdout,), daemon=True)
+        self.reader.start()
 
     def _read(self, lines: IO[str] | None) -> None:
         for line in lines or ():
             what, _, name = line.strip().partition(" ")
             with self.done:
-                (self.started.add if what == "start" else self.started.discard)(name)
                 self.pending.discard(name)
+                if what == "start":
+                    self.started.add(name)
+                else:
+                    self.started.discard(name)
                 self.done.notify_all()
         with self.done:
             self.finished = True
@@ -110,7 +115,7 @@ def missed(name: str, cached: Callable[[str], bool]) -> None:
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},  # this ragframe
                 text=True,
             )
-        except OSError:  # no second process: this one compiles everything
+        except (OSError, ValueError):  # no second process: this one compiles everything
             return
         _AHEAD.append(_Ahead(process, names))
         atexit.register(stop)
@@ -121,6 +126,11 @@ def stop() -> None:
     for ahead in _AHEAD:
         ahead.process.kill()
         ahead.process.wait()
+        ahead.reader.join(timeout=1)
+        for stream in (ahead.process.stdin, ahead.process.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
 
 
 def _tell(stream: IO[str] | None, name: str) -> None:
@@ -133,6 +143,7 @@ def _tell(stream: IO[str] | None, name: str) -> None:
 
 
 def _threads() -> int:
+    """The CPUs this process may run on (as :mod:`._parts` counts them)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on every platform
