@@ -30,6 +30,9 @@ from typing import IO, TypeVar
 RUN_ORDER = {"_walk": "_walk", "_ordered_in_segments": "_order", "_merge": "_merge"}
 """The kernels one postprocess call runs, in the order it first calls them, and the
 kernel file of each."""
+WAIT_LIMIT = 300
+"""Seconds this process waits for a kernel the other compiles, at most (then it compiles
+it itself: the other process may be stuck)."""
 SAMPLES: dict[str, Callable[[], object]] = {}
 """Per kernel, a call that compiles it (registered by :func:`sample`)."""
 F = TypeVar("F", bound=Callable[[], object])
@@ -72,11 +75,11 @@ class _Ahead:
             self.done.notify_all()
 
     def before_load(self, name: str) -> None:
-        """Wait while the other process compiles ``name``; tell it to skip ``name`` when
-        it has not started it (this process compiles it if the cache lacks it)."""
+        """Wait while the other process compiles ``name`` (:data:`WAIT_LIMIT` at most);
+        tell it to skip ``name`` when it has not started it (this process compiles it if
+        the cache lacks it)."""
         with self.done:
-            while name in self.started and not self.finished:
-                self.done.wait()
+            self.done.wait_for(lambda: name not in self.started or self.finished, WAIT_LIMIT)
             if name in self.pending and not self.finished:
                 self.pending.discard(name)
                 _tell(self.process.stdin, name)
