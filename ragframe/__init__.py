@@ -12,25 +12,37 @@ The pipeline, one subpackage per stage, each a function ``LazyFrame (+ frozen co
 
 Shared modules: :mod:`ragframe.schema` (every column name), :mod:`ragframe.errors`,
 :mod:`ragframe.io` (files in and out), ``ragframe._arrow`` (Arrow string buffers).
+
+The public names are imported at first use (PEP 562), so ``import ragframe`` (and the
+``ragframe`` command) loads only the stages it uses: ``ragframe.fetch`` is the function,
+its subpackage is imported when the name is first read. The names are listed explicitly
+below for type checkers and in ``__all__``.
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
-from ragframe.evaluate import (
-    SweepResult,
-    document_ranking,
-    evaluate,
-    read_qrels,
-    read_run,
-    summarize,
-    sweep,
-    write_run,
-)
-from ragframe.fetch import FetchConfig, HighlightConfig, fetch, highlight, missing_documents
-from ragframe.postprocess import PostprocessConfig, postprocess
-from ragframe.reference import postprocess_reference
-from ragframe.window import WindowConfig, assemble, chunk, windows
+
+if TYPE_CHECKING:
+    from ragframe.evaluate import (
+        SweepResult,
+        document_ranking,
+        evaluate,
+        read_qrels,
+        read_run,
+        summarize,
+        sweep,
+        write_run,
+    )
+    from ragframe.fetch import FetchConfig, HighlightConfig, fetch, highlight, missing_documents
+    from ragframe.postprocess import PostprocessConfig, postprocess
+    from ragframe.reference import postprocess_reference
+    from ragframe.window import WindowConfig, assemble, chunk, windows
 
 __all__ = [
     "ConfigError",
@@ -59,3 +71,44 @@ __all__ = [
     "write_run",
 ]
 __version__ = "0.1.0"
+
+_STAGES = {
+    "ragframe.evaluate": (
+        "SweepResult document_ranking evaluate read_qrels read_run summarize sweep write_run"
+    ),
+    "ragframe.fetch": "FetchConfig HighlightConfig fetch highlight missing_documents",
+    "ragframe.postprocess": "PostprocessConfig postprocess",
+    "ragframe.reference": "postprocess_reference",
+    "ragframe.window": "WindowConfig assemble chunk windows",
+}
+_HOME = {name: module for module, names in _STAGES.items() for name in names.split()}
+"""Where each public name lives that is imported at first use."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's stage at first use (PEP 562)."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """``ragframe``'s module type: importing a subpackage named like a public function
+    (``ragframe.fetch``, ``ragframe.postprocess``, ``ragframe.evaluate``) does not make
+    the name mean the subpackage (the import system sets the parent's attribute; here
+    that is ignored, the subpackage stays in ``sys.modules``), so ``ragframe.fetch`` is
+    always the function, as it was when every name was imported eagerly."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and name in _HOME:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -10,30 +10,71 @@ the config's docstring), and :mod:`._common` holds what the commands share:
 summary, or one line ``error: <message>`` and exits with status 2 on any
 :class:`RagframeError` (a bad command line included), 130 on Ctrl-C and 143 on SIGTERM
 (:mod:`._signals`); never a traceback for any of these.
+
+A run imports only its own command's module (and through it only the library it
+calls): :data:`COMMANDS` holds each command's one-line summary for ``ragframe --help``,
+and :func:`main` builds the options of the command named on the command line alone, so
+``ragframe --help`` loads no stage and ``ragframe fetch`` loads no compiled kernels.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import nullcontext
 from importlib import metadata
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragframe.cli import _signals
 from ragframe.cli._common import Parser
-from ragframe.cli.evaluate import add_evaluate
-from ragframe.cli.fetch import add_fetch
-from ragframe.cli.postprocess import add_postprocess
-from ragframe.cli.sweep import add_sweep
-from ragframe.cli.window import add_chunk, add_window
 from ragframe.errors import RagframeError
 
 Runner = Callable[[argparse.Namespace], dict[str, Any]]
 INTERRUPTED = 130
 """Exit status after Ctrl-C: 128 + SIGINT."""
+
+
+class Command(NamedTuple):
+    """Where a subcommand is declared, and its line in ``ragframe --help``."""
+
+    module: str
+    """The module under ``ragframe.cli`` that declares and runs it."""
+    add: str
+    """Its function that declares the subcommand's parser (``add_<name>``)."""
+    summary: str
+    """The same summary the ``add`` function gives (a test checks it)."""
+
+
+COMMANDS = {
+    "postprocess": Command(
+        "postprocess",
+        "add_postprocess",
+        "turn retrieved chunks into ranked, merged, budgeted context blocks",
+    ),
+    "fetch": Command(
+        "fetch",
+        "add_fetch",
+        "full text for small documents, query-relevant passages for large ones",
+    ),
+    "evaluate": Command(
+        "evaluate",
+        "add_evaluate",
+        "measure context blocks (or a ranking) against relevance judgements",
+    ),
+    "sweep": Command(
+        "sweep", "add_sweep", "run and evaluate many postprocess settings over the same candidates"
+    ),
+    "window": Command(
+        "window", "add_window", "cut documents made of sections into overlapping character windows"
+    ),
+    "chunk": Command(
+        "window", "add_chunk", "cut raw documents into overlapping character chunks with offsets"
+    ),
+}
+"""The subcommands in ``ragframe --help`` order."""
 
 
 def _print_summary(title: str, summary: dict[str, Any]) -> None:
@@ -58,31 +99,47 @@ def version_text() -> str:
     return f"ragframe {found['ragframe']} ({libraries}, python {python})"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every subcommand."""
+class _Version(argparse.Action):
+    """``--version``: print :func:`version_text` (looked up only when asked) and exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.update(nargs=0, default=argparse.SUPPRESS)
+        kwargs.update(help="show program's version number and exit")
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """Return the top-level parser: every subcommand, with the options of those in
+    ``commands`` (all of them when None; the others are listed with their summary)."""
     parser = Parser(
         prog="ragframe",
         description="Turn retrieval results into LLM context, for every query at once.",
     )
-    parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in _SUBCOMMANDS:
-        add(sub)
+    for name, command in COMMANDS.items():
+        if commands is None or name in commands:
+            add = getattr(importlib.import_module(f"{__name__}.{command.module}"), command.add)
+            add(sub)
+        else:
+            sub.add_parser(name, help=command.summary)
     return parser
 
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = [
-    add_postprocess,
-    add_fetch,
-    add_evaluate,
-    add_sweep,
-    add_window,
-    add_chunk,
-]
+def named_command(argv: Sequence[str]) -> list[str]:
+    """The subcommand ``argv`` names, as a list of none or one: the first argument not
+    an option (the top level's options take no value)."""
+    words = [word for word in argv if not word.startswith("-")]
+    return words[:1] if words and words[0] in COMMANDS else []
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(named_command(words)).parse_args(words)
     runner: Runner = args.run
     started = time.perf_counter()
     summary = runner(args)

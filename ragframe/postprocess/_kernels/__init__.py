@@ -13,7 +13,10 @@ buffers.
 ============  ==========================================================================
 file          family
 ============  ==========================================================================
-_compile      the numba decorators and the on-disk cache (keyed on these sources)
+_compile      the decorators: functions compiled at a kernel's first call, one signature
+_jit          numba itself (imported then): options, the on-disk cache (keyed on these
+              sources), the compile notice
+_ahead        a first run: the later kernels compiled in a second process meanwhile
 _buffers      reading Arrow bytes in place: pointers, a row's bytes, prefetching
 _text         UTF-8: code points, Java whitespace, rule 7's normalization on the fly
 _contains     rule 3's word-bounded containment
@@ -26,5 +29,6 @@ _parts        running a kernel on all CPUs, parts of whole queries or groups
 
 Kernel files import nothing from ragframe outside this package except
 :mod:`ragframe._arrow` (read at run time, never compiled): everything compiled is in
-these files, so the cache key, a hash of them, sees every change.
+these files, so the cache key, a hash of them, sees every change. Importing them imports
+no numba (:mod:`._compile`): a command that runs no kernel never loads it.
 """

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
+from ragframe.postprocess._kernels._compile import I64, U8, from_numba, internal, intrinsic
 
-from ragframe.postprocess._kernels._compile import I64, U8, internal
+carray = from_numba("carray")
+"""numba's ``carray``: an array over memory at a pointer."""
 
 
 @intrinsic
 def pointer(typingctx: Any, address: Any) -> Any:
     """The byte pointer at an integer address (an Arrow buffer's), for ``carray``."""
+    from numba import types  # run while a kernel compiles: numba is loaded
+
     del typingctx, address
     kind = types.CPointer(types.uint8)  # type: ignore[no-untyped-call]
     sig = kind(types.int64)
@@ -36,6 +36,9 @@ def prefetch(typingctx: Any, address: Any) -> Any:
     """Ask the CPU to start loading the cache line at an integer address (no effect on
     results: the kernels read texts in an order they know ahead, so the next texts'
     bytes can be on their way while the current one is compared)."""
+    from llvmlite import ir  # run while a kernel compiles: numba is loaded
+    from numba import types
+
     del typingctx, address
     byte = ir.IntType(8).as_pointer()
     i32 = ir.IntType(32)
@@ -68,4 +71,16 @@ def prefetch_text(address: I64, length: I64, row: int) -> None:
 @internal
 def text_at(address: I64, length: I64, row: int) -> U8:
     """Row ``row``'s UTF-8 bytes, read in place from its Arrow buffer."""
-    return nb.carray(pointer(address[row]), length[row])  # type: ignore[attr-defined,call-arg]
+    return carray(pointer(address[row]), length[row])  # type: ignore[no-any-return,call-arg]
+
+
+@internal
+def longest_text(length: I64) -> int:
+    """The longest row's length in bytes, at least 1: the size of a kernel's scratch
+    buffers. A loop rather than ``length.max()``, whose compiled form pulls in numba's
+    whole array-math module on every load from the cache."""
+    longest = 1
+    for i in range(len(length)):
+        if length[i] > longest:
+            longest = length[i]
+    return longest

@@ -10,7 +10,13 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import string_addresses
-from ragframe.postprocess._kernels._buffers import PREFETCH_AHEAD, prefetch_text, text_at
+from ragframe.postprocess._kernels._ahead import sample
+from ragframe.postprocess._kernels._buffers import (
+    PREFETCH_AHEAD,
+    longest_text,
+    prefetch_text,
+    text_at,
+)
 from ragframe.postprocess._kernels._compile import (
     F64,
     I64,
@@ -18,6 +24,7 @@ from ragframe.postprocess._kernels._compile import (
     ZERO,
     Bools,
     compiled,
+    frozen,
     internal,
 )
 from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
@@ -60,7 +67,7 @@ def _merge(
     starts, block_begin_at, block_bytes, block_chars, block_end, block_max = blocks[:6]
     block_sum, block_count, block_rerank = blocks[6:]
     lo, hi, used = part
-    longest = max(1, length.max()) if len(length) else 1
+    longest = longest_text(length)
     nxt = np.empty(longest, dtype=np.uint8)
     tail = np.empty(longest, dtype=np.uint8)
     fail = np.empty(longest, dtype=np.int64)
@@ -167,13 +174,26 @@ def merge(
     ``texts`` in any row order, ``order`` their rows in merge order; the other arrays
     are in merge order.
 
-    Returns the blocks as a :class:`MergeResult`.
+    Returns the blocks as a :class:`MergeResult`. Inputs reach the kernel
+    :func:`~._compile.frozen`, outputs fresh: one signature whatever the caller's arrays.
     """
     address, length, alive = string_addresses(texts)
     address, length = address[order], length[order]
     n = len(chunk_index)
     by_offsets = start_char is not None and end_char is not None
     zeros = np.zeros(n, dtype=np.int64)
+    rows = (
+        frozen(address, np.int64),
+        frozen(length, np.int64),
+        frozen(group_start, np.bool_),
+        frozen(chunk_index, np.int64),
+        frozen(sim, np.float64),
+        frozen(rerank, np.float64),
+    )
+    offsets = (
+        frozen(start_char if start_char is not None else zeros, np.int64),
+        frozen(end_char if end_char is not None else zeros, np.int64),
+    )
     # a block's text is at most its chunks' bytes and a newline per chunk
     room = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(length + 1, out=room[1:])
@@ -193,17 +213,11 @@ def merge(
     def run(part: tuple[int, int]) -> None:
         lo, hi = part
         _merge(
-            address,
-            length,
-            group_start,
-            chunk_index,
-            sim,
-            rerank,
-            max_gap,
-            cap,
+            *rows,
+            int(max_gap),
+            int(cap),
             by_offsets,
-            start_char if start_char is not None else zeros,
-            end_char if end_char is not None else zeros,
+            *offsets,
             (lo, hi, int(room[lo])),
             out,
             blocks,
@@ -212,3 +226,10 @@ def merge(
     in_parts(run, np.flatnonzero(group_start), n)
     del alive  # the buffers ``address`` points into lived until here
     return MergeResult(blocks[0], out, *blocks[1:])
+
+
+@sample("_merge")
+def _sample() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    i64, f64, yes = np.zeros(1, dtype=np.int64), np.zeros(1), np.ones(1, dtype=np.bool_)
+    merge(pl.Series(["a"]), i64, yes, i64, f64, f64, 1, 10)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe.postprocess._kernels._compile import I64, Bools, compiled, internal
+from ragframe.postprocess._kernels._ahead import sample
+from ragframe.postprocess._kernels._compile import I64, Bools, compiled, frozen, internal
 
 
 @internal
@@ -64,11 +65,23 @@ def _merge_sorted(rows: I64, keys: I64, scratch: I64) -> None:
             rows[i] = scratch[i]
 
 
-@compiled
 def ordered_in_segments(starts: Bools, keys: I64) -> I64:
     """The rows ordered by the columns of ``keys`` (``keys[row]``, compared in column
     order; ascending, stable) within each segment of rows (``starts`` marks their first
-    rows); segments stay where they are."""
+    rows); segments stay where they are.
+
+    Example:
+        >>> import numpy as np
+        >>> starts = np.array([True, False, True])
+        >>> ordered_in_segments(starts, np.array([[2], [1], [0]])).tolist()
+        [1, 0, 2]
+    """
+    return _ordered_in_segments(frozen(starts, np.bool_), frozen(keys, np.int64))
+
+
+@compiled
+def _ordered_in_segments(starts: Bools, keys: I64) -> I64:
+    """:func:`ordered_in_segments` on its inputs as one numba type."""
     n = len(starts)
     order = np.arange(n)
     scratch = np.empty(n, dtype=np.int64)
@@ -80,3 +93,9 @@ def ordered_in_segments(starts: Bools, keys: I64) -> I64:
         _merge_sorted(order[lo:hi], keys, scratch[lo:hi])
         lo = hi
     return order
+
+
+@sample("_ordered_in_segments")
+def _sample() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    ordered_in_segments(np.ones(1, dtype=np.bool_), np.zeros((1, 1), dtype=np.int64))

@@ -10,7 +10,13 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import string_addresses
-from ragframe.postprocess._kernels._buffers import PREFETCH_AHEAD, prefetch_text, text_at
+from ragframe.postprocess._kernels._ahead import sample
+from ragframe.postprocess._kernels._buffers import (
+    PREFETCH_AHEAD,
+    longest_text,
+    prefetch_text,
+    text_at,
+)
 from ragframe.postprocess._kernels._compile import (
     F64,
     I64,
@@ -18,6 +24,7 @@ from ragframe.postprocess._kernels._compile import (
     ZERO,
     Bools,
     compiled,
+    frozen,
     internal,
 )
 from ragframe.postprocess._kernels._contains import contains_raw, contains_words
@@ -140,7 +147,7 @@ def _walk(
     """
     selected, count, best, previous, trims, norm_len = out
     i, n = part
-    longest = max(1, int(length.max())) if len(length) else 1
+    longest = longest_text(length)
     scratch = (
         np.empty(longest, dtype=np.uint8),
         np.empty(longest, dtype=np.uint8),
@@ -207,17 +214,42 @@ def walk(
 ) -> tuple[Bools, I64, F64]:
     """The distinct top-K walk (see :func:`_walk`) over columns in any row order:
     ``rank`` orders the rows (ranking order, each query's rows together), ``start``
-    marks each query's first row, ``hashes`` hash (entity, type)."""
+    marks each query's first row, ``hashes`` hash (entity, type). Inputs reach the
+    kernel :func:`~._compile.frozen`, outputs fresh: one signature whatever the caller's
+    arrays."""
     address, length, alive = string_addresses(texts)
     n = len(rank)
     order = np.arange(n, dtype=np.int64)
     if n > 1 and not bool((rank[1:] > rank[:-1]).all()):
         order = np.argsort(rank, kind="stable")
     keys, more = _walk_keys(entity, entity_type)
+    inputs = (
+        frozen(address, np.int64),
+        frozen(length, np.int64),
+        frozen(order, np.int64),
+        frozen(start, np.bool_),
+        frozen(sim, np.float64),
+        frozen(entity.is_null().to_numpy(), np.bool_),
+        frozen(hashes, np.int64),
+        keys,
+    )
     starts = np.flatnonzero(start[order])
     widest = int(np.diff(starts, append=n).max()) if n else 1  # rows of the largest query
     slots = 1 << (2 * widest).bit_length()
-    out = (
+    out = _outputs(n)
+
+    def run(part: tuple[int, int]) -> None:
+        _walk(*inputs, int(top_k), slots, part, out)
+
+    in_parts(run, starts, n)
+    del alive, more  # the buffers the addresses point into lived until here
+    return out[0], out[1], out[2]
+
+
+def _outputs(n: int) -> tuple[Bools, I64, F64, I64, I64, I64]:
+    """What :func:`_walk` sets, for ``n`` rows: selected, count, best, then its working
+    state (-1: not yet known)."""
+    return (
         np.zeros(n, dtype=np.bool_),
         np.zeros(n, dtype=np.int64),
         np.zeros(n, dtype=np.float64),
@@ -225,16 +257,14 @@ def walk(
         np.full((n, 2), -1, dtype=np.int64),
         np.full(n, -1, dtype=np.int64),
     )
-    entity_null = entity.is_null().to_numpy()
 
-    def run(part: tuple[int, int]) -> None:
-        _walk(
-            address, length, order, start, sim, entity_null, hashes, keys, top_k, slots, part, out
-        )
 
-    in_parts(run, starts, n)
-    del alive, more  # the buffers the addresses point into lived until here
-    return out[0], out[1], out[2]
+@sample("_walk")
+def _sample() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    i64, yes = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.bool_)
+    entity, entity_type = pl.Series([1]), pl.Series([None], dtype=pl.String)
+    walk(pl.Series(["a"]), i64, yes, np.zeros(1), entity, entity_type, i64, 1)
 
 
 def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, list[Any]]:
@@ -256,4 +286,8 @@ def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, lis
         alive.append(kept)
     else:
         t_valid, t_address, t_length = np.zeros(0, dtype=np.bool_), none, none
-    return (number, e_address, e_length, typed, t_valid, t_address, t_length), alive
+    number, e_address, e_length, t_address, t_length = (
+        frozen(a, np.int64) for a in (number, e_address, e_length, t_address, t_length)
+    )
+    t_valid = frozen(t_valid, np.bool_)
+    return (number, e_address, e_length, bool(typed), t_valid, t_address, t_length), alive

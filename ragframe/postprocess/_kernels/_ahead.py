@@ -1,0 +1,180 @@
+"""Compiling the next kernels ahead, in a second process, while this one compiles the
+first: a first run only (nothing here runs while the cache holds the kernels).
+
+numba compiles one function at a time per process (a global lock), so on an empty cache
+a postprocess call would compile its kernels one after another. On the first cache miss
+of a kernel of :data:`RUN_ORDER`, this process starts another (``python -m`` this module)
+that compiles the kernels after it, the last first, into the same cache, and reports
+``start NAME`` and ``done NAME`` on its stdout. When this process needs one of them: done,
+it loads it from the cache; started, it waits for it; not started, it compiles it
+itself and tells the other to skip it. The other process ends when this one does (it
+watches its stdin), and its failure only means this process compiles more itself.
+
+Each kernel file registers a :func:`sample` that runs its kernel through its wrapper on
+a few rows: the wrapper gives the kernel its one signature (:mod:`._compile`), so the
+sample compiles exactly what a real call needs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import IO, TypeVar
+
+RUN_ORDER = {"_walk": "_walk", "_ordered_in_segments": "_order", "_merge": "_merge"}
+"""The kernels one postprocess call runs, in the order it first calls them, and the
+kernel file of each."""
+WAIT_LIMIT = 300
+"""Seconds this process waits for a kernel the other compiles, at most (then it compiles
+it itself: the other process may be stuck)."""
+SAMPLES: dict[str, Callable[[], object]] = {}
+"""Per kernel, a call that compiles it (registered by :func:`sample`)."""
+F = TypeVar("F", bound=Callable[[], object])
+
+
+def sample(kernel: str) -> Callable[[F], F]:
+    """Register a kernel file's call of ``kernel`` on a few rows (see the docstring)."""
+
+    def register(function: F) -> F:
+        SAMPLES[kernel] = function
+        return function
+
+    return register
+
+
+class _Ahead:
+    """The second process, as this one sees it: what it has started and done."""
+
+    def __init__(self, process: subprocess.Popen[str], names: Sequence[str]) -> None:
+        self.process = process
+        self.pending = set(names)
+        self.started: set[str] = set()
+        self.done = threading.Condition()
+        self.finished = False
+        self.reader = threading.Thread(target=self._read, args=(process.stdout,), daemon=True)
+        self.reader.start()
+
+    def _read(self, lines: IO[str] | None) -> None:
+        for line in lines or ():
+            what, _, name = line.strip().partition(" ")
+            with self.done:
+                self.pending.discard(name)
+                if what == "start":
+                    self.started.add(name)
+                else:
+                    self.started.discard(name)
+                self.done.notify_all()
+        with self.done:
+            self.finished = True
+            self.done.notify_all()
+
+    def before_load(self, name: str) -> None:
+        """Wait while the other process compiles ``name`` (:data:`WAIT_LIMIT` at most);
+        tell it to skip ``name`` when it has not started it (this process compiles it if
+        the cache lacks it)."""
+        with self.done:
+            self.done.wait_for(lambda: name not in self.started or self.finished, WAIT_LIMIT)
+            if name in self.pending and not self.finished:
+                self.pending.discard(name)
+                _tell(self.process.stdin, name)
+
+
+_AHEAD: list[_Ahead] = []
+"""The second process, once started (at most one per process)."""
+_SECOND: list[bool] = []
+"""Set in the second process itself, which starts no other."""
+_LOCK = threading.Lock()
+
+
+def before_load(name: str) -> None:
+    """Called before kernel ``name`` is looked up in the cache (see the docstring)."""
+    if _AHEAD:
+        _AHEAD[0].before_load(name)
+
+
+def missed(name: str, cached: Callable[[str], bool]) -> None:
+    """Kernel ``name`` is not in the cache: compile the kernels after it that are not
+    (``cached`` tells) in a second process, if none was started and a second CPU is
+    there."""
+    if name not in RUN_ORDER or _SECOND or _threads() < 2:
+        return
+    later = list(RUN_ORDER)[list(RUN_ORDER).index(name) + 1 :]
+    names = [k for k in reversed(later) if not cached(k)]
+    with _LOCK:
+        if _AHEAD or not names:
+            return
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", __name__, *names],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},  # this ragframe
+                text=True,
+            )
+        except (OSError, ValueError):  # no second process: this one compiles everything
+            return
+        _AHEAD.append(_Ahead(process, names))
+        atexit.register(stop)
+
+
+def stop() -> None:
+    """End the second process (at exit: a kernel it compiles then is not needed)."""
+    for ahead in _AHEAD:
+        ahead.process.kill()
+        ahead.process.wait()
+        ahead.reader.join(timeout=1)
+        for stream in (ahead.process.stdin, ahead.process.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+
+
+def _tell(stream: IO[str] | None, name: str) -> None:
+    try:
+        if stream is not None:
+            stream.write(name + "\n")
+            stream.flush()
+    except OSError:  # it has ended
+        pass
+
+
+def _threads() -> int:
+    """The CPUs this process may run on (as :mod:`._parts` counts them)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def main(names: Sequence[str]) -> None:
+    """The second process: compile ``names`` in turn (skipping those this process's
+    parent asks it to skip), reporting each on stdout; end when the parent ends."""
+    _SECOND.append(True)
+    skip: set[str] = set()
+
+    def watch() -> None:
+        for line in sys.stdin:
+            skip.add(line.strip())
+        os._exit(0)  # the parent has ended: nothing more is needed
+
+    threading.Thread(target=watch, daemon=True).start()
+    for name in names:
+        importlib.import_module(f"{__package__}.{RUN_ORDER[name]}")
+        if name in skip:
+            continue
+        print("start", name, flush=True)
+        try:
+            SAMPLES[name]()
+        finally:
+            print("done", name, flush=True)
+
+
+if __name__ == "__main__":  # run as a script, the kernel files register in the module
+    importlib.import_module(__spec__.name).main(sys.argv[1:])
