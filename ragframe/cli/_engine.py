@@ -9,7 +9,7 @@ import argparse
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragframe import io
 from ragframe import schema as c
@@ -17,9 +17,12 @@ from ragframe.cli._common import integer
 from ragframe.cli._options import config_from_args
 from ragframe.distributed._inputs import parquet_files, require
 from ragframe.errors import ConfigError, RagframeError
-from ragframe.evaluate import SweepResult, read_qrels, summarize
-from ragframe.fetch import FetchConfig
-from ragframe.postprocess import PostprocessConfig
+
+if TYPE_CHECKING:
+    from ragframe.evaluate import SweepResult
+
+# Each command's stage is imported in its run below, not here: a command loads only its
+# own stage (``ragframe fetch`` never imports postprocess or its kernels).
 
 ENGINES = ("local", "dask", "ray")
 
@@ -123,6 +126,8 @@ def run_on_engine(args: argparse.Namespace, command: str) -> dict[str, Any]:
 
 
 def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
+    from ragframe.postprocess import PostprocessConfig
+
     config = config_from_args(PostprocessConfig, args)
     blocks = engine.postprocess(
         _parquet(args.results, "RESULTS"),
@@ -142,6 +147,8 @@ def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
+    from ragframe.fetch import FetchConfig
+
     config = config_from_args(FetchConfig, args)
     out = engine.fetch(
         _parquet(args.requests, "REQUESTS"),
@@ -159,6 +166,8 @@ def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 def _evaluate(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     import polars as pl
+
+    from ragframe.evaluate import read_qrels, summarize
 
     if args.candidates:
         raise ConfigError(

@@ -3,6 +3,7 @@ files in and out (``qid Q0 docid rank score tag``)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from functools import partial
 from itertools import pairwise
@@ -16,9 +17,14 @@ import polars as pl
 from ragframe import schema as c
 from ragframe.errors import RagframeError
 from ragframe.evaluate._qrels import typed_ids, whitespace_fields
-from ragframe.evaluate._ranking import COUNT_UP_TO, rank_documents
-from ragframe.evaluate._ranking import relevant_ranks as relevant_ranks_kernel
 from ragframe.io import write_atomically
+
+
+def _kernels() -> Any:
+    """The ranking kernels (:mod:`._ranking`), imported at first use: importing them
+    imports numba, which a command that evaluates nothing (``--help``, ``fetch``)
+    should not pay for."""
+    return importlib.import_module("ragframe.evaluate._ranking")
 
 
 def document_ranking(candidates: Any) -> pl.LazyFrame:
@@ -69,7 +75,7 @@ def ranking_rows(candidates: Any) -> pl.LazyFrame:
 
 
 def relevant_ranks(
-    rows: pl.LazyFrame, relevant: pl.DataFrame, *, count_up_to: int = COUNT_UP_TO
+    rows: pl.LazyFrame, relevant: pl.DataFrame, *, count_up_to: int | None = None
 ) -> pl.LazyFrame:
     """``query_id, rank, gain, __rf_position``: each document of ``relevant``
     (``query_id, doc_id, gain``, ids of the types of ``rows``, :func:`ranking_rows`)
@@ -78,12 +84,13 @@ def relevant_ranks(
     there twice, as a join has it); a row with null rank, gain and place for a query
     that retrieved none of them, so that every ranked query is there. Rows come in
     query then rank order. Nothing else of the ranking is built (``count_up_to``: see
-    :data:`ragframe.evaluate._ranking.COUNT_UP_TO`)."""
+    :data:`ragframe.evaluate._ranking.COUNT_UP_TO`, the default)."""
     wanted = relevant.filter(pl.col(c.QUERY_ID).is_not_null() & pl.col(c.DOC_ID).is_not_null())
     query = rows.collect_schema()[c.QUERY_ID]
     types = {c.QUERY_ID: query, c.RANK: pl.Int64(), c.GAIN: pl.Float64(), c.T_POSITION: pl.Int64()}
     schema = pl.Schema(types)
-    kernel = partial(_found, relevant=wanted, count_up_to=count_up_to)
+    limit = _kernels().COUNT_UP_TO if count_up_to is None else count_up_to
+    kernel = partial(_found, relevant=wanted, count_up_to=limit)
     return rows.map_batches(kernel, schema=schema)
 
 
@@ -125,8 +132,8 @@ def _ranked(frame: pl.DataFrame) -> pl.DataFrame:
     frame = _grouped(frame)
     (key,) = _keys(frame[c.DOC_ID])
     starts = _starts(frame[c.QUERY_ID])
-    rows, best, rank = rank_documents(starts, key, frame[c.SCORE].to_numpy())
-    taken = frame.select(c.QUERY_ID, c.DOC_ID)[rows]
+    rows, best, rank = _kernels().rank_documents(starts, key, frame[c.SCORE].to_numpy())
+    taken: pl.DataFrame = frame.select(c.QUERY_ID, c.DOC_ID)[rows]
     return taken.with_columns(pl.Series(c.SCORE, best), pl.Series(c.RANK, rank))
 
 
@@ -143,7 +150,7 @@ def _found(frame: pl.DataFrame, relevant: pl.DataFrame, count_up_to: int) -> pl.
     places = wanted[c.T_POSITION].to_numpy()
     bounds = np.searchsorted(places, np.arange(heads.len() + 1)).astype(np.int64)
     key, wanted_key = _keys(frame[c.DOC_ID], wanted[c.DOC_ID])
-    query, rank, place, entry = relevant_ranks_kernel(
+    query, rank, place, entry = _kernels().relevant_ranks(
         starts, key, frame[c.SCORE].to_numpy(), bounds, wanted_key, count_up_to
     )
     found = pl.DataFrame({c.RANK: rank, c.T_POSITION: place, c.T_ROW: entry})
