@@ -115,10 +115,24 @@ def _parquet(path: str | None, what: str) -> str | None:
     return path
 
 
+_INPUTS = {
+    "postprocess": ("results", "chunks"),
+    "fetch": ("requests", "documents", "sizes"),
+    "evaluate": ("input", "chunks"),
+    "sweep": ("results", "chunks"),
+}
+
+
+def _check_inputs(args: argparse.Namespace, command: str) -> None:
+    """Every input is Parquet, checked before a cluster is started."""
+    for name in _INPUTS[command]:
+        _parquet(getattr(args, name), name.upper() if name != "chunks" else "--chunks")
+
+
 def run_on_engine(args: argparse.Namespace, command: str) -> dict[str, Any]:
     """Run ``command`` on ``args.engine``; the command's summary."""
-    if command != "sweep":
-        io.check_output(args.output)
+    _check_inputs(args, command)
+    io.check_output(args.output)
     with _cluster(args) as engine:
         summary = _RUNS[command](engine, args)
     summary["engine"] = args.engine
@@ -198,6 +212,7 @@ def _evaluate(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 def sweep_on_engine(args: argparse.Namespace, grid: Any, qrels: Any) -> SweepResult:
     """``ragframe sweep`` on ``args.engine``: the :class:`SweepResult`."""
+    _check_inputs(args, "sweep")
     with _cluster(args) as engine:
         result: SweepResult = engine.sweep(
             _parquet(args.results, "RESULTS"),
