@@ -28,6 +28,7 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe._arrow import content_buffer, strings
+from ragframe.fetch._analysis import java_lower_tokens
 from ragframe.fetch._tokenize import Ints, chars, token_bytes
 
 _U64 = npt.NDArray[np.uint64]
@@ -96,17 +97,20 @@ def _block_candidates(
     slot = _keys(buf.data, starts, lengths, _doc_mix(counts, first))
     slot >>= np.uint64(64 - bits)
     keep = table[slot.view(np.int64)]
+    multi = np.zeros(0, dtype=np.int64)
     if buf.lead.size and starts.size:  # tokens holding a multi-byte character: all kept
         run = np.searchsorted(starts, buf.lead, side="right") - 1
-        keep[run[(run >= 0) & (buf.lead < ends[np.maximum(run, 0)])]] = True
+        multi = np.unique(run[(run >= 0) & (buf.lead < ends[np.maximum(run, 0)])])
+        keep[multi] = True
     kept = np.flatnonzero(keep)
     starts, ends = starts[kept], ends[kept]
     doc = np.searchsorted(buf.doc_bytes, starts, side="right") - 1
     first_char = chars(buf.doc_bytes, buf.cont_at)[doc]
+    tokens = strings(buf.data, starts, ends - starts)
     return pl.DataFrame(
         {
             c.DOC_ID: docs[c.DOC_ID].gather(doc),
-            c.T_RUN: strings(buf.data, starts, ends - starts),
+            c.T_TOKEN: java_lower_tokens(tokens, np.searchsorted(kept, multi)),
             c.START: chars(starts, buf.cont_at) - first_char,
             c.END: chars(ends, buf.cont_at) - first_char,
         },
@@ -115,10 +119,12 @@ def _block_candidates(
 
 
 def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
-    """``doc_id, __rf_run, start, end``: the word tokens that may equal a term.
+    """``doc_id, __rf_token, start, end``: the word tokens that may equal a term.
 
     ``docs`` holds ``doc_id``, ``content`` (no nulls) and ``__rf_doc_terms`` (the
-    lower-cased terms asked for in the document). Token text is as in the document.
+    lower-cased terms asked for in the document). Tokens are lower-cased (Java's
+    per-code-point rules on the few that hold a non-ASCII character, plain ASCII
+    lower-casing on the others).
     The content is processed in blocks of whole documents of about ``BLOCK_BYTES``, so
     that the kernel's whole-array temporaries stay in the CPU cache.
     """
@@ -135,4 +141,4 @@ def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
 
 def candidate_schema(id_type: pl.DataType) -> dict[str, pl.DataType]:
     """The columns :func:`candidate_tokens` returns."""
-    return {c.DOC_ID: id_type, c.T_RUN: pl.String(), c.START: pl.Int64(), c.END: pl.Int64()}
+    return {c.DOC_ID: id_type, c.T_TOKEN: pl.String(), c.START: pl.Int64(), c.END: pl.Int64()}
