@@ -534,7 +534,18 @@ def test_candidates_hold_every_match(terms: list[str]) -> None:
     assert found.height == wanted.height
     assert candidate_tokens(_candidate_frame(["。", "½"], terms)).height == 0  # no token at all
     # ASCII tokens that cannot match are dropped
-    assert "WINGSPANNED" not in candidate_tokens(docs)["__rf_run"].to_list()
+    assert "wingspanned" not in candidate_tokens(docs)["__rf_token"].to_list()
+
+
+def test_candidate_tokens_are_lower_cased_as_java_does() -> None:
+    """The kernel lower-cases ASCII tokens alone and the non-ASCII ones by Java's rules."""
+    texts = [*EDGE_TEXTS, "\u0130STANBUL ΟΔΟΣ Wing \u212aELVIN x\u0130x"]
+    docs = _candidate_frame(texts, ["istanbul", "kelvin", "wing", "οδοσ"])
+    got = candidate_tokens(docs)
+    content = dict(enumerate(texts))
+    expected = [java_lower(content[d][s:e]) for d, s, e in got.select("doc_id", "start", "end").rows()]
+    assert got["__rf_token"].to_list() == expected
+    assert {"istanbul", "kelvin", "wing", "οδοσ", "xix"} <= set(expected)
 
 
 # --- engine == reference ------------------------------------------------------------
