@@ -47,16 +47,9 @@ BLOCK_BYTES = 1 << 21
 def _keys(data: npt.NDArray[np.uint8], starts: Ints, lengths: Ints, mix: _U64) -> _U64:
     """Hash of (document, byte length, first 8 bytes case-folded) of each ASCII word at
     the sorted byte ``starts``; ``mix`` holds ``document << 24`` and is overwritten."""
-    if data.size < 8:
-        data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
-    words: _U64 = np.ndarray((data.size - 7,), dtype="<u8", buffer=data, strides=(1,))
-    safe = int(np.searchsorted(starts, data.size - 8, side="right"))
-    key = np.empty(starts.size, dtype=np.uint64)
-    np.take(words, starts[:safe], out=key[:safe])
-    if safe < starts.size:  # the last 7 bytes: read them from a padded copy
-        tail = np.concatenate([data[-8:], np.zeros(8, dtype=np.uint8)])
-        ends = np.ndarray((9,), dtype="<u8", buffer=tail, strides=(1,))
-        key[safe:] = ends[starts[safe:] - (data.size - 8)]
+    padded = np.concatenate([data, np.zeros(8, dtype=np.uint8)])  # every word readable
+    words: _U64 = np.ndarray((data.size + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    key = words[starts]  # indexing, not take: numpy's take copies unaligned items one by one
     key |= _FOLD
     key &= _MASKS.take(np.minimum(lengths, 8))
     key *= _MUL
