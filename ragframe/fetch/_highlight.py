@@ -120,7 +120,8 @@ def passages_per_pair(
     ``work`` has ``__rf_pair`` (unique), ``query`` and ``doc_id``; ``documents`` has
     ``doc_id`` of the same type as ``work``'s, and ``content``.
     """
-    docs = needed_documents(work, documents)
+    work = work.cache()  # the plan reads these more than once: each computed once
+    docs = needed_documents(work, documents).cache()
     terms = pair_terms(work)
     if config.highlighter == "fvh":
         chosen = fvh_passages(work, docs, document_candidates(docs, terms), terms, config)

@@ -79,7 +79,7 @@ def pair_terms(work: pl.LazyFrame) -> pl.LazyFrame:
         schema={c.QUERY: pl.String(), c.T_TERM: pl.String(), c.T_TERM_CODE: pl.Int64()},
     )
     pairs = work.select(c.T_PAIR, c.DOC_ID, c.QUERY)
-    return pairs.join(terms, on=c.QUERY).select(c.T_PAIR, c.DOC_ID, c.T_TERM, c.T_TERM_CODE)
+    return pairs.join(terms, on=c.QUERY).select(c.T_PAIR, c.DOC_ID, c.T_TERM, c.T_TERM_CODE).cache()
 
 
 def pair_matches(terms: pl.LazyFrame, tokens: pl.LazyFrame, max_matches: int) -> pl.LazyFrame:
