@@ -21,6 +21,7 @@ characters, as in :func:`ragframe.fetch._tokenize.tokenize`, and the tokens are 
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -79,11 +80,23 @@ def _term_table(terms: pl.Series) -> tuple[npt.NDArray[np.bool_], int]:
     return table, bits
 
 
+class _Block(NamedTuple):
+    """The candidates of one block of documents (rows of the whole frame)."""
+
+    doc: Ints
+    tokens: pl.Series
+    """As in the document (views of the block's bytes)."""
+    start: Ints
+    end: Ints
+    multi: Ints
+    """The candidates that hold a multi-byte character (indexes into this block's)."""
+
+
 def _block_candidates(
-    docs: pl.DataFrame, first: int, table: npt.NDArray[np.bool_], bits: int
-) -> pl.DataFrame:
-    """:func:`candidate_tokens` of the rows ``first, first + 1, ...`` of the frame."""
-    buf = content_buffer(docs[c.CONTENT])
+    content: pl.Series, first: int, table: npt.NDArray[np.bool_], bits: int
+) -> _Block:
+    """The candidates of the rows ``first, first + 1, ...`` of the frame (``content``)."""
+    buf = content_buffer(content)
     starts, ends = token_bytes(buf)
     lengths = ends - starts
     counts = np.diff(np.searchsorted(starts, buf.doc_bytes))
@@ -93,21 +106,19 @@ def _block_candidates(
     multi = np.zeros(0, dtype=np.int64)
     if buf.lead.size and starts.size:  # tokens holding a multi-byte character: all kept
         run = np.searchsorted(starts, buf.lead, side="right") - 1
-        multi = np.unique(run[(run >= 0) & (buf.lead < ends[np.maximum(run, 0)])])
+        multi = run[(run >= 0) & (buf.lead < ends[np.maximum(run, 0)])]  # sorted
+        multi = multi[np.append(True, multi[1:] != multi[:-1])] if multi.size else multi
         keep[multi] = True
     kept = np.flatnonzero(keep)
     starts, ends = starts[kept], ends[kept]
     doc = np.searchsorted(buf.doc_bytes, starts, side="right") - 1
     first_char = chars(buf.doc_bytes, buf.cont_at)[doc]
-    tokens = strings(buf.data, starts, ends - starts)
-    return pl.DataFrame(
-        {
-            c.DOC_ID: docs[c.DOC_ID].gather(doc),
-            c.T_TOKEN: java_lower_tokens(tokens, np.searchsorted(kept, multi)),
-            c.START: chars(starts, buf.cont_at) - first_char,
-            c.END: chars(ends, buf.cont_at) - first_char,
-        },
-        schema=candidate_schema(docs.schema[c.DOC_ID]),
+    return _Block(
+        doc + first,
+        strings(buf.data, starts, ends - starts),
+        chars(starts, buf.cont_at) - first_char,
+        chars(ends, buf.cont_at) - first_char,
+        np.searchsorted(kept, multi),
     )
 
 
@@ -115,20 +126,35 @@ def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
     """``doc_id, __rf_token, start, end``: the word tokens that may equal a term.
 
     ``docs`` holds ``doc_id``, ``content`` (no nulls) and ``__rf_doc_terms`` (the
-    lower-cased terms asked for in the document). Tokens are lower-cased (Java's
-    per-code-point rules on the few that hold a non-ASCII character, plain ASCII
-    lower-casing on the others).
-    The content is processed in blocks of whole documents of about ``BLOCK_BYTES``, so
-    that the kernel's whole-array temporaries stay in the CPU cache.
+    lower-cased terms asked for in the document). Tokens are lower-cased, all at once
+    at the end (Java's per-code-point rules on the few that hold a non-ASCII
+    character, plain ASCII lower-casing on the others). The content is processed in
+    blocks of whole documents of about ``BLOCK_BYTES``, so that the kernel's
+    whole-array temporaries stay in the CPU cache.
     """
+    schema = candidate_schema(docs.schema[c.DOC_ID])
     if docs.height == 0:
-        return pl.DataFrame(schema=candidate_schema(docs.schema[c.DOC_ID]))
+        return pl.DataFrame(schema=schema)
     table, bits = _term_table(docs[c.T_DOC_TERMS])
     sizes = np.cumsum(docs[c.CONTENT].str.len_bytes().to_numpy().astype(np.int64))
     marks = np.searchsorted(sizes, np.arange(BLOCK_BYTES, sizes[-1], BLOCK_BYTES), side="right")
     rows = np.unique(np.concatenate([[0], marks, [docs.height]])).tolist()
-    return pl.concat(
-        _block_candidates(docs.slice(lo, hi - lo), lo, table, bits) for lo, hi in pairwise(rows)
+    content = docs[c.CONTENT]
+    blocks = [
+        _block_candidates(content.slice(lo, hi - lo), lo, table, bits)
+        for lo, hi in pairwise(rows)
+    ]
+    before = np.cumsum([0] + [b.start.size for b in blocks[:-1]])
+    multi = np.concatenate([b.multi + at for b, at in zip(blocks, before, strict=True)])
+    tokens = pl.concat([b.tokens for b in blocks], rechunk=False)
+    return pl.DataFrame(
+        {
+            c.DOC_ID: docs[c.DOC_ID].gather(np.concatenate([b.doc for b in blocks])),
+            c.T_TOKEN: java_lower_tokens(tokens, multi),
+            c.START: np.concatenate([b.start for b in blocks]),
+            c.END: np.concatenate([b.end for b in blocks]),
+        },
+        schema=schema,
     )
 
 
