@@ -10,11 +10,11 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ragframe import ConfigError, HighlightConfig, SchemaError, highlight
-from ragframe._arrow import content_buffer
+from ragframe._arrow import content_buffer, strings
 from ragframe.fetch._analysis import java_lower as engine_lower
 from ragframe.fetch._terms import candidate_tokens
 from ragframe.fetch._tokenize import text_tokens, token_bytes, tokenize
@@ -461,6 +461,27 @@ def test_ascii_byte_arithmetic_agrees_with_the_class_table() -> None:
     first, span = tk._FIRST_MIDDLE, tk._MIDDLE_SPAN
     middle = np.flatnonzero(tk.MIDDLE[wb.table()[:0x80]])
     assert ((middle >= first) & (middle < first + span)).all()
+
+
+@given(
+    st.text(st.characters(max_codepoint=127), max_size=64).map(str.encode),
+    st.lists(st.tuples(st.integers(0, 64), st.integers(0, 16)), max_size=12),
+)
+@example(b"abcdefghijklmnopqrstuvwxyz0123456789", [(0, 5), (2, 3), (10, 12), (20, 13), (30, 6)])
+def test_token_strings_are_the_bytes_they_point_at(data: bytes, pieces: list[Any]) -> None:
+    """Candidate and fragment text are views of a buffer (inline when at most 12 bytes,
+    read as masked 4-byte words); values near the buffer's end, short and long ones,
+    must hold exactly their bytes."""
+    pieces = [(min(at, len(data)), size) for at, size in pieces]
+    pieces = [(at, min(size, len(data) - at)) for at, size in pieces]
+    begin = np.array([at for at, _ in pieces], dtype=np.int64)
+    size = np.array([n for _, n in pieces], dtype=np.int64)
+    found = strings(np.frombuffer(data, dtype=np.uint8), begin, size)
+    assert found.cast(pl.Binary).to_list() == [data[at : at + n] for at, n in pieces]
+    arrow = found.to_arrow(compat_level=pl.CompatLevel.newest())
+    views = np.frombuffer(arrow.buffers()[1], dtype=np.uint8).reshape(-1, 16)[: len(pieces)]
+    for view, n in zip(views, size.tolist(), strict=True):  # inline: zero after the value
+        assert n > 12 or not view[4 + n :].any()
 
 
 @pytest.mark.parametrize(
