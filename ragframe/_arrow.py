@@ -184,16 +184,33 @@ def _groups(source: I64, count: int) -> Iterator[tuple[int, slice | I64]]:
             yield index, slice(lo, hi) if order is None else order[lo:hi]
 
 
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(5)], dtype=np.uint32)
+"""``_LOW_BYTES[n]`` keeps the first ``n`` bytes of a little-endian 4-byte word."""
+
+
 def _fill(views: npt.NDArray[np.uint32], rows: slice | I64, data: U8, at: I64, length: I64) -> None:
     """The bytes the views ``rows`` (all into ``data`` at ``at``) hold themselves: the
-    4-byte prefix, or the whole value when inline."""
+    4-byte prefix, or the whole value when inline: three 4-byte words read unaligned
+    and masked to the value's length (per-byte index arrays cost twelve times more
+    memory, and the time of its page faults)."""
+    if isinstance(rows, slice):
+        target, rows = views[rows], np.arange(rows.stop - rows.start)
+    else:
+        target = views
     if len(data) >= 4:  # the first 4 bytes, read unaligned; inline values overwrite them
         words = np.ndarray((len(data) - 3,), dtype=np.uint32, buffer=data, strides=(1,))
-        views[rows, 1] = words[np.minimum(at, len(words) - 1)]
+        target[rows, 1] = words[np.minimum(at, len(words) - 1)]
     short = np.flatnonzero(length <= INLINE)
-    if len(short):
+    near_end = at[short] + INLINE > len(data)
+    if len(data) >= INLINE and not near_end.all():
+        fast = short[~near_end]
+        place, start, size = rows[fast], at[fast], length[fast]
+        for k in range(INLINE // 4):
+            kept = np.clip(size - 4 * k, 0, 4)
+            target[place, 1 + k] = words[start + 4 * k] & _LOW_BYTES[kept]
+    slow = short[near_end]
+    if len(slow):  # the last values of the buffer: byte by byte
         span = np.arange(INLINE)
-        picks = np.minimum(at[short, None] + span, max(len(data) - 1, 0))
-        inline = np.where(span < length[short, None], data[picks] if len(data) else 0, 0)
-        rows = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
-        views.view(np.uint8).reshape(-1, VIEW_BYTES)[rows[short], 4:] = inline.astype(np.uint8)
+        picks = np.minimum(at[slow, None] + span, max(len(data) - 1, 0))
+        inline = np.where(span < length[slow, None], data[picks] if len(data) else 0, 0)
+        target.view(np.uint8).reshape(-1, VIEW_BYTES)[rows[slow], 4:] = inline.astype(np.uint8)

@@ -10,11 +10,11 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ragframe import ConfigError, HighlightConfig, SchemaError, highlight
-from ragframe._arrow import content_buffer
+from ragframe._arrow import content_buffer, strings
 from ragframe.fetch._analysis import java_lower as engine_lower
 from ragframe.fetch._terms import candidate_tokens
 from ragframe.fetch._tokenize import text_tokens, token_bytes, tokenize
@@ -455,12 +455,33 @@ def test_ascii_byte_arithmetic_agrees_with_the_class_table() -> None:
 
     ascii_ = bytes(range(1, 0x80)).decode()
     cls = tk.classes(content_buffer(pl.Series([ascii_])))
-    flags = tk._word_flags(cls, np.empty(len(ascii_) + 1, dtype=np.uint8))[1:-1]
+    flags = tk._word_flags(cls, np.empty(len(ascii_) + 1, dtype=np.uint8))[0][1:-1]
     table = wb.table()[1:0x80]
     assert (flags == tk.WORDISH[table]).all()
     first, span = tk._FIRST_MIDDLE, tk._MIDDLE_SPAN
     middle = np.flatnonzero(tk.MIDDLE[wb.table()[:0x80]])
     assert ((middle >= first) & (middle < first + span)).all()
+
+
+@given(
+    st.text(st.characters(max_codepoint=127), max_size=64).map(str.encode),
+    st.lists(st.tuples(st.integers(0, 64), st.integers(0, 16)), max_size=12),
+)
+@example(b"abcdefghijklmnopqrstuvwxyz0123456789", [(0, 5), (2, 3), (10, 12), (20, 13), (30, 6)])
+def test_token_strings_are_the_bytes_they_point_at(data: bytes, pieces: list[Any]) -> None:
+    """Candidate and fragment text are views of a buffer (inline when at most 12 bytes,
+    read as masked 4-byte words); values near the buffer's end, short and long ones,
+    must hold exactly their bytes."""
+    pieces = [(min(at, len(data)), size) for at, size in pieces]
+    pieces = [(at, min(size, len(data) - at)) for at, size in pieces]
+    begin = np.array([at for at, _ in pieces], dtype=np.int64)
+    size = np.array([n for _, n in pieces], dtype=np.int64)
+    found = strings(np.frombuffer(data, dtype=np.uint8), begin, size)
+    assert found.cast(pl.Binary).to_list() == [data[at : at + n] for at, n in pieces]
+    arrow = found.to_arrow(compat_level=pl.CompatLevel.newest())
+    views = np.frombuffer(arrow.buffers()[1], dtype=np.uint8).reshape(-1, 16)[: len(pieces)]
+    for view, n in zip(views, size.tolist(), strict=True):  # inline: zero after the value
+        assert n > 12 or not view[4 + n :].any()
 
 
 @pytest.mark.parametrize(
@@ -534,7 +555,18 @@ def test_candidates_hold_every_match(terms: list[str]) -> None:
     assert found.height == wanted.height
     assert candidate_tokens(_candidate_frame(["。", "½"], terms)).height == 0  # no token at all
     # ASCII tokens that cannot match are dropped
-    assert "WINGSPANNED" not in candidate_tokens(docs)["__rf_run"].to_list()
+    assert "wingspanned" not in candidate_tokens(docs)["__rf_token"].to_list()
+
+
+def test_candidate_tokens_are_lower_cased_as_java_does() -> None:
+    """The kernel lower-cases ASCII tokens alone and the non-ASCII ones by Java's rules."""
+    texts = [*EDGE_TEXTS, "\u0130STANBUL ΟΔΟΣ Wing \u212aELVIN x\u0130x"]
+    docs = _candidate_frame(texts, ["istanbul", "kelvin", "wing", "οδοσ"])
+    got = candidate_tokens(docs)
+    content = dict(enumerate(texts))
+    expected = [java_lower(content[d][s:e]) for d, s, e in got.select("doc_id", "start", "end").rows()]
+    assert got["__rf_token"].to_list() == expected
+    assert {"istanbul", "kelvin", "wing", "οδοσ", "xix"} <= set(expected)
 
 
 # --- engine == reference ------------------------------------------------------------

@@ -18,7 +18,6 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.fetch._analysis import java_lower
 from ragframe.fetch._boundary import SCHEMA as BOUNDARY_SCHEMA
 from ragframe.fetch._boundary import boundary_kernel
 from ragframe.fetch._config import HighlightConfig
@@ -123,13 +122,10 @@ def fvh_passages(
 ) -> pl.LazyFrame:
     """``__rf_pair, start, end, score, __rf_fragment``: the chosen fragments, in order.
 
-    ``candidates``: ``doc_id, __rf_run, start, end``, the document tokens that may
-    match (a superset of the matches; :func:`ragframe.fetch._passages.document_candidates`).
+    ``candidates``: ``doc_id, __rf_token, start, end``, the (lower-cased) document
+    tokens that may match (a superset of the matches; :func:`ragframe.fetch._passages.document_candidates`).
     """
-    tokens = candidates.select(
-        c.DOC_ID, java_lower(pl.col(c.T_RUN)).alias(c.T_TOKEN), c.START, c.END
-    )
-    found = terms.join(tokens, left_on=[c.DOC_ID, c.T_TERM], right_on=[c.DOC_ID, c.T_TOKEN])
+    found = terms.join(candidates, left_on=[c.DOC_ID, c.T_TERM], right_on=[c.DOC_ID, c.T_TOKEN])
     matches = found.select(c.T_PAIR, c.START, c.END, c.T_TERM_CODE)
     kernel = partial(
         fragment_kernel,

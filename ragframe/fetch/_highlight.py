@@ -105,8 +105,8 @@ def highlight(
     lf_docs = c.to_lazy(documents, "documents")
     id_type = check_highlight_inputs(lf_pairs.collect_schema(), lf_docs.collect_schema(), "pairs")
     key = [c.QUERY, c.DOC_ID]
-    lf_pairs = lf_pairs.with_columns(checked(c.DOC_ID, id_type, "pairs"))
-    lf_docs = lf_docs.with_columns(checked(c.DOC_ID, id_type, "documents"))
+    lf_pairs = lf_pairs.with_columns(id_column(lf_pairs.collect_schema(), id_type, "pairs"))
+    lf_docs = lf_docs.with_columns(id_column(lf_docs.collect_schema(), id_type, "documents"))
     work = lf_pairs.select(key).drop_nulls().unique(maintain_order=True)
     found = passages_per_pair(work.with_row_index(c.T_PAIR), lf_docs, cfg)
     return lf_pairs.join(found, on=key, how="left", maintain_order="left")
@@ -120,7 +120,8 @@ def passages_per_pair(
     ``work`` has ``__rf_pair`` (unique), ``query`` and ``doc_id``; ``documents`` has
     ``doc_id`` of the same type as ``work``'s, and ``content``.
     """
-    docs = needed_documents(work, documents)
+    work = work.cache()  # the plan reads these more than once: each computed once
+    docs = needed_documents(work, documents).cache()
     terms = pair_terms(work)
     if config.highlighter == "fvh":
         chosen = fvh_passages(work, docs, document_candidates(docs, terms), terms, config)
@@ -160,3 +161,18 @@ def doc_id_type(left: pl.Schema, documents: pl.Schema, what: str) -> pl.DataType
         "in documents; expected the same kind (both integers or both strings); "
         "hint: cast one of them"
     )
+
+
+_LOSSLESS = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.Null)
+"""``doc_id`` types that cast to Int64 without losing a value."""
+
+
+def id_column(schema: pl.Schema, id_type: pl.DataType, what: str) -> pl.Expr:
+    """``doc_id`` cast to ``id_type``: a plain cast where no value can be lost, else
+    checked over the whole column (:func:`ragframe._validate.checked`: a UInt64 id
+    beyond Int64 is a DataError). The check reads the whole column at once, and the
+    plan reads the documents several times: only the types that need it pay for it."""
+    dtype = schema[c.DOC_ID]
+    if dtype == id_type or (id_type == pl.Int64 and dtype in _LOSSLESS):
+        return pl.col(c.DOC_ID).cast(id_type)
+    return checked(c.DOC_ID, id_type, what)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
 import polars as pl
 
 from ragframe import schema as c
@@ -46,7 +47,7 @@ def document_runs(docs: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def document_candidates(docs: pl.LazyFrame, terms: pl.LazyFrame) -> pl.LazyFrame:
-    """``doc_id, __rf_run, start, end``: the word tokens that may equal one of the terms
+    """``doc_id, __rf_token, start, end``: the word tokens (lower-cased) that may equal one of the terms
     asked for in their document (:func:`ragframe.fetch._terms.candidate_tokens`)."""
     id_type = docs.collect_schema()[c.DOC_ID]
     asked = terms.group_by(c.DOC_ID).agg(pl.col(c.T_TERM).unique().alias(c.T_DOC_TERMS))
@@ -54,31 +55,31 @@ def document_candidates(docs: pl.LazyFrame, terms: pl.LazyFrame) -> pl.LazyFrame
     return frame.map_batches(candidate_tokens, schema=candidate_schema(id_type))
 
 
-def _query_tokens(work: pl.DataFrame) -> pl.DataFrame:
-    """``__rf_pair, doc_id, __rf_term``: every token of every query, in order."""
-    row, text = text_tokens(work[c.QUERY])
+def _query_terms(queries: pl.DataFrame) -> pl.DataFrame:
+    """``query, __rf_term, __rf_term_code``: the distinct lower-cased tokens of each
+    (distinct) query, numbered from 0 in order of first appearance."""
+    row, text = text_tokens(queries[c.QUERY])
+    frame = pl.DataFrame({c.T_ROW: row, c.T_TERM: text}).with_columns(java_lower(pl.col(c.T_TERM)))
+    frame = frame.unique(subset=[c.T_ROW, c.T_TERM], keep="first", maintain_order=True)
+    row = frame[c.T_ROW].to_numpy()
+    code = np.arange(row.size, dtype=np.int64) - np.searchsorted(row, row)
     return pl.DataFrame(
-        {
-            c.T_PAIR: work[c.T_PAIR].gather(row),
-            c.DOC_ID: work[c.DOC_ID].gather(row),
-            c.T_TERM: text,
-        }
+        {c.QUERY: queries[c.QUERY].gather(row), c.T_TERM: frame[c.T_TERM], c.T_TERM_CODE: code}
     )
 
 
 def pair_terms(work: pl.LazyFrame) -> pl.LazyFrame:
     """``__rf_pair, doc_id, __rf_term, __rf_term_code``: the distinct lower-cased query
     tokens per pair (the same tokenizer as the documents'), numbered from 0 within the
-    pair in order of first appearance."""
-    schema = work.collect_schema()
-    frame = work.select(c.T_PAIR, c.DOC_ID, c.QUERY).map_batches(
-        _query_tokens,
-        schema={c.T_PAIR: schema[c.T_PAIR], c.DOC_ID: schema[c.DOC_ID], c.T_TERM: pl.String()},
+    pair in order of first appearance. Each distinct query is tokenized once (a query
+    asks for ten documents or so)."""
+    queries = work.select(c.QUERY).unique()
+    terms = queries.map_batches(
+        _query_terms,
+        schema={c.QUERY: pl.String(), c.T_TERM: pl.String(), c.T_TERM_CODE: pl.Int64()},
     )
-    frame = frame.with_columns(java_lower(pl.col(c.T_TERM)))
-    frame = frame.unique(subset=[c.T_PAIR, c.T_TERM], keep="first", maintain_order=True)
-    code = pl.int_range(pl.len(), dtype=pl.Int64).over(c.T_PAIR)
-    return frame.with_columns(code.alias(c.T_TERM_CODE))
+    pairs = work.select(c.T_PAIR, c.DOC_ID, c.QUERY)
+    return pairs.join(terms, on=c.QUERY).select(c.T_PAIR, c.DOC_ID, c.T_TERM, c.T_TERM_CODE).cache()
 
 
 def pair_matches(terms: pl.LazyFrame, tokens: pl.LazyFrame, max_matches: int) -> pl.LazyFrame:

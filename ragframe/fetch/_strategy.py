@@ -9,10 +9,15 @@ from typing import Any, Literal, NamedTuple
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._validate import as_config, checked
+from ragframe._validate import as_config
 from ragframe.fetch._analysis import ASCII_SPACE, BLANK_CHARS
 from ragframe.fetch._config import FetchConfig
-from ragframe.fetch._highlight import check_highlight_inputs, doc_id_type, passages_per_pair
+from ragframe.fetch._highlight import (
+    check_highlight_inputs,
+    doc_id_type,
+    id_column,
+    passages_per_pair,
+)
 
 Strategy = Literal["full", "highlight", "truncated_fallback", "missing"]
 
@@ -50,7 +55,7 @@ def _lengths(
     c.require_kind(schema, c.CONTENT_LENGTH, ["int", "float", "string"], "sizes")
     doc_id_type(schema, doc_schema, "sizes")
     length = _parse_length(pl.col(c.CONTENT_LENGTH), schema[c.CONTENT_LENGTH])
-    frame = frame.select(checked(c.DOC_ID, id_type, "sizes"), length.alias(c.T_CONTENT_LENGTH))
+    frame = frame.select(id_column(schema, id_type, "sizes"), length.alias(c.T_CONTENT_LENGTH))
     return frame.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
 
 
@@ -120,9 +125,9 @@ def _prepare(requests: c.Frame, documents: c.Frame) -> _Inputs:
         req_schema = req.collect_schema()
     id_type = check_highlight_inputs(req_schema, doc_schema, "requests")
     req = req.drop([n for n in (c.CONTENT, c.STRATEGY, c.HIGHLIGHT) if n in req_schema])
-    req = _with_order(req.with_columns(checked(c.DOC_ID, id_type, "requests")), req_schema)
+    req = _with_order(req.with_columns(id_column(req_schema, id_type, "requests")), req_schema)
     docs = docs.with_columns(
-        checked(c.DOC_ID, id_type, "documents"), pl.col(c.CONTENT).fill_null("")
+        id_column(doc_schema, id_type, "documents"), pl.col(c.CONTENT).fill_null("")
     )
     docs = docs.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
     docs = docs.with_columns(pl.lit(True).alias(c.T_FOUND))

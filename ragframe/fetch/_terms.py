@@ -21,6 +21,7 @@ characters, as in :func:`ragframe.fetch._tokenize.tokenize`, and the tokens are 
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +29,7 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe._arrow import content_buffer, strings
+from ragframe.fetch._analysis import java_lower_tokens
 from ragframe.fetch._tokenize import Ints, chars, token_bytes
 
 _U64 = npt.NDArray[np.uint64]
@@ -46,16 +48,9 @@ BLOCK_BYTES = 1 << 21
 def _keys(data: npt.NDArray[np.uint8], starts: Ints, lengths: Ints, mix: _U64) -> _U64:
     """Hash of (document, byte length, first 8 bytes case-folded) of each ASCII word at
     the sorted byte ``starts``; ``mix`` holds ``document << 24`` and is overwritten."""
-    if data.size < 8:
-        data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
-    words: _U64 = np.ndarray((data.size - 7,), dtype="<u8", buffer=data, strides=(1,))
-    safe = int(np.searchsorted(starts, data.size - 8, side="right"))
-    key = np.empty(starts.size, dtype=np.uint64)
-    np.take(words, starts[:safe], out=key[:safe])
-    if safe < starts.size:  # the last 7 bytes: read them from a padded copy
-        tail = np.concatenate([data[-8:], np.zeros(8, dtype=np.uint8)])
-        ends = np.ndarray((9,), dtype="<u8", buffer=tail, strides=(1,))
-        key[safe:] = ends[starts[safe:] - (data.size - 8)]
+    padded = np.concatenate([data, np.zeros(8, dtype=np.uint8)])  # every word readable
+    words: _U64 = np.ndarray((data.size + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    key = words[starts]  # indexing, not take: numpy's take copies unaligned items one by one
     key |= _FOLD
     key &= _MASKS.take(np.minimum(lengths, 8))
     key *= _MUL
@@ -85,54 +80,84 @@ def _term_table(terms: pl.Series) -> tuple[npt.NDArray[np.bool_], int]:
     return table, bits
 
 
+class _Block(NamedTuple):
+    """The candidates of one block of documents (rows of the whole frame)."""
+
+    doc: Ints
+    tokens: pl.Series
+    """As in the document (views of the block's bytes)."""
+    start: Ints
+    end: Ints
+    multi: Ints
+    """The candidates that hold a multi-byte character (indexes into this block's)."""
+
+
 def _block_candidates(
-    docs: pl.DataFrame, first: int, table: npt.NDArray[np.bool_], bits: int
-) -> pl.DataFrame:
-    """:func:`candidate_tokens` of the rows ``first, first + 1, ...`` of the frame."""
-    buf = content_buffer(docs[c.CONTENT])
+    content: pl.Series, first: int, table: npt.NDArray[np.bool_], bits: int
+) -> _Block:
+    """The candidates of the rows ``first, first + 1, ...`` of the frame (``content``)."""
+    buf = content_buffer(content)
     starts, ends = token_bytes(buf)
     lengths = ends - starts
     counts = np.diff(np.searchsorted(starts, buf.doc_bytes))
     slot = _keys(buf.data, starts, lengths, _doc_mix(counts, first))
     slot >>= np.uint64(64 - bits)
     keep = table[slot.view(np.int64)]
+    multi = np.zeros(0, dtype=np.int64)
     if buf.lead.size and starts.size:  # tokens holding a multi-byte character: all kept
         run = np.searchsorted(starts, buf.lead, side="right") - 1
-        keep[run[(run >= 0) & (buf.lead < ends[np.maximum(run, 0)])]] = True
+        multi = run[(run >= 0) & (buf.lead < ends[np.maximum(run, 0)])]  # sorted
+        multi = multi[np.append(True, multi[1:] != multi[:-1])] if multi.size else multi
+        keep[multi] = True
     kept = np.flatnonzero(keep)
     starts, ends = starts[kept], ends[kept]
     doc = np.searchsorted(buf.doc_bytes, starts, side="right") - 1
     first_char = chars(buf.doc_bytes, buf.cont_at)[doc]
-    return pl.DataFrame(
-        {
-            c.DOC_ID: docs[c.DOC_ID].gather(doc),
-            c.T_RUN: strings(buf.data, starts, ends - starts),
-            c.START: chars(starts, buf.cont_at) - first_char,
-            c.END: chars(ends, buf.cont_at) - first_char,
-        },
-        schema=candidate_schema(docs.schema[c.DOC_ID]),
+    return _Block(
+        doc + first,
+        strings(buf.data, starts, ends - starts),
+        chars(starts, buf.cont_at) - first_char,
+        chars(ends, buf.cont_at) - first_char,
+        np.searchsorted(kept, multi),
     )
 
 
 def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
-    """``doc_id, __rf_run, start, end``: the word tokens that may equal a term.
+    """``doc_id, __rf_token, start, end``: the word tokens that may equal a term.
 
     ``docs`` holds ``doc_id``, ``content`` (no nulls) and ``__rf_doc_terms`` (the
-    lower-cased terms asked for in the document). Token text is as in the document.
-    The content is processed in blocks of whole documents of about ``BLOCK_BYTES``, so
-    that the kernel's whole-array temporaries stay in the CPU cache.
+    lower-cased terms asked for in the document). Tokens are lower-cased, all at once
+    at the end (Java's per-code-point rules on the few that hold a non-ASCII
+    character, plain ASCII lower-casing on the others). The content is processed in
+    blocks of whole documents of about ``BLOCK_BYTES``, so that the kernel's
+    whole-array temporaries stay in the CPU cache.
     """
+    schema = candidate_schema(docs.schema[c.DOC_ID])
     if docs.height == 0:
-        return pl.DataFrame(schema=candidate_schema(docs.schema[c.DOC_ID]))
+        return pl.DataFrame(schema=schema)
     table, bits = _term_table(docs[c.T_DOC_TERMS])
     sizes = np.cumsum(docs[c.CONTENT].str.len_bytes().to_numpy().astype(np.int64))
     marks = np.searchsorted(sizes, np.arange(BLOCK_BYTES, sizes[-1], BLOCK_BYTES), side="right")
     rows = np.unique(np.concatenate([[0], marks, [docs.height]])).tolist()
-    return pl.concat(
-        _block_candidates(docs.slice(lo, hi - lo), lo, table, bits) for lo, hi in pairwise(rows)
+    content = docs[c.CONTENT]
+    blocks = [
+        _block_candidates(content.slice(lo, hi - lo), lo, table, bits)
+        for lo, hi in pairwise(rows)
+    ]
+    before = np.cumsum([0] + [b.start.size for b in blocks[:-1]])
+    multi = np.concatenate([b.multi + at for b, at in zip(blocks, before, strict=True)])
+    tokens = pl.concat([b.tokens for b in blocks], rechunk=False)
+    return pl.DataFrame(
+        {
+            c.DOC_ID: docs[c.DOC_ID].gather(np.concatenate([b.doc for b in blocks])),
+            c.T_TOKEN: java_lower_tokens(tokens, multi),
+            c.START: np.concatenate([b.start for b in blocks]),
+            c.END: np.concatenate([b.end for b in blocks]),
+        },
+        schema=schema,
     )
 
 
 def candidate_schema(id_type: pl.DataType) -> dict[str, pl.DataType]:
     """The columns :func:`candidate_tokens` returns."""
-    return {c.DOC_ID: id_type, c.T_RUN: pl.String(), c.START: pl.Int64(), c.END: pl.Int64()}
+    return {c.DOC_ID: id_type, c.T_TOKEN: pl.String(), c.START: pl.Int64(), c.END: pl.Int64()}

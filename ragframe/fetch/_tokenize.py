@@ -233,10 +233,11 @@ def with_points(bounds: Ints, points: Ints) -> Ints:
     return np.insert(bounds, at[new], points[new])
 
 
-def _word_flags(cls: Classes, scratch: npt.NDArray[np.uint8]) -> Flags:
+def _word_flags(cls: Classes, scratch: npt.NDArray[np.uint8]) -> tuple[Flags, Ints]:
     """Whether each byte is :data:`WORDISH`, with a False byte before and after: ASCII
-    bytes by arithmetic (``[0-9A-Za-z_]``), the others from their class. ``scratch``:
-    as many bytes as the buffer at least, overwritten (no whole-buffer temporaries)."""
+    bytes by arithmetic (``[0-9A-Za-z_]``), the others from their class; and where the
+    underscores are (from the same comparison). ``scratch``: as many bytes as the
+    buffer at least, overwritten (no whole-buffer temporaries)."""
     data = cls.data
     flags = np.zeros(data.size + 2, dtype=bool)
     word = flags[1:-1]
@@ -250,9 +251,10 @@ def _word_flags(cls: Classes, scratch: npt.NDArray[np.uint8]) -> Flags:
     word |= test
     np.equal(data, np.uint8(_UNDERSCORE), out=test)
     word |= test
+    underscores = np.flatnonzero(test)
     if cls.high.size:
         flags[cls.high + 1] = WORDISH[cls.kind]
-    return flags
+    return flags, underscores
 
 
 def _crossing(doc: Ints, lo: Ints, hi: Ints) -> Flags:
@@ -297,22 +299,46 @@ def _bridge(cls: Classes, flags: Flags, doc: Ints, scratch: npt.NDArray[np.uint8
     g, n = g[n < size], n[n < size]
     ok = triple_table()[cls.at(g - 1), cls.at(g), cls.at(n)]
     ok &= ~_crossing(doc, g - 1, n)
-    g, n = g[ok], n[ok]
-    length = n - g
+    _mark(flags, g[ok], n[ok], True)
+
+
+def _mark(flags: Flags, lo: Ints, hi: Ints, value: bool) -> None:
+    """Set the flags of the bytes ``lo[i]`` to ``hi[i]`` (exclusive; few, short)."""
+    length = hi - lo
     offsets = np.cumsum(length) - length
-    flags[np.repeat(g - offsets, length) + np.arange(int(length.sum())) + 1] = True
+    flags[np.repeat(lo - offsets, length) + np.arange(int(length.sum())) + 1] = value
 
 
-def _word_runs(cls: Classes, doc: Ints) -> tuple[Ints, Ints]:
+def _underscore_runs(flags: Flags, underscores: Ints) -> Ints:
+    """Unmark the word runs made only of underscores (``"__"`` is not a token, WB13a
+    joins it into one segment: Lucene drops it); return the other underscores. So
+    that they need no deletion from the (large) token arrays after."""
+    if not underscores.size:
+        return underscores
+    head = np.ones(underscores.size, dtype=bool)
+    head[1:] = underscores[1:] != underscores[:-1] + 1
+    first = np.flatnonzero(head)
+    lo = underscores[first]
+    hi = underscores[np.append(first[1:], underscores.size) - 1] + 1
+    alone = ~flags[lo] & ~flags[hi + 1]  # no word byte before or after the run
+    if not alone.any():
+        return underscores
+    _mark(flags, lo[alone], hi[alone], False)
+    return underscores[~np.repeat(alone, np.diff(np.append(first, underscores.size)))]
+
+
+def _word_runs(cls: Classes, doc: Ints) -> tuple[Ints, Ints, Ints]:
     """Start and end of every maximal run of :data:`WORDISH` bytes and of the middle
-    characters that join them."""
+    characters that join them (runs of underscores only left out), and the
+    underscores inside runs."""
     scratch = np.empty(cls.data.size + 1, dtype=np.uint8)
-    flags = _word_flags(cls, scratch)
+    flags, underscores = _word_flags(cls, scratch)
     _bridge(cls, flags, doc, scratch)
+    underscores = _underscore_runs(flags, underscores)
     change = scratch.view(np.bool_)
     np.not_equal(flags[1:], flags[:-1], out=change)
     edges = np.flatnonzero(change)  # alternate start, end
-    return edges[0::2], edges[1::2]
+    return edges[0::2], edges[1::2], underscores
 
 
 def _hebrew_quote(cls: Classes, starts: Ints, ends: Ints, doc: Ints) -> Ints:
@@ -377,20 +403,34 @@ def _only_extendnumlet(cls: Classes, starts: Ints, ends: Ints) -> Flags:
 def _segments(buf: Buffer) -> tuple[Ints, Ints]:
     """Byte start and end of every token (before the 255-character split)."""
     cls = classes(buf)
-    starts, ends = _word_runs(cls, buf.doc_bytes)
+    starts, ends, underscores = _word_runs(cls, buf.doc_bytes)
     if not starts.size:
         return starts, ends
     ends = _hebrew_quote(cls, starts, ends, buf.doc_bytes)
     cuts = _inner_breaks(buf, cls, starts, ends)
     if cuts.size:
         starts, ends = with_points(starts, cuts), with_points(ends, cuts)
-    first = cls.data[starts]
-    lead_enl = np.flatnonzero((first == _UNDERSCORE) | (first >= _HIGH))
-    lead_enl = lead_enl[cls.at(starts[lead_enl]) == wb.EXTENDNUMLET]
-    if lead_enl.size:  # "_a" is a token, "__" is not
-        drop = lead_enl[_only_extendnumlet(cls, starts[lead_enl], ends[lead_enl])]
-        if drop.size:
-            starts, ends = np.delete(starts, drop), np.delete(ends, drop)
+    return _without_extendnumlet(cls, starts, ends, underscores)
+
+
+def _without_extendnumlet(
+    cls: Classes, starts: Ints, ends: Ints, underscores: Ints
+) -> tuple[Ints, Ints]:
+    """The segments less those made only of ``ExtendNumLet`` characters (``"_a"`` is a
+    token, ``"__"`` is not), looked for among the segments that start at one (the
+    underscores left in runs and the non-ASCII ones), not by reading every segment's
+    first byte."""
+    enl = underscores
+    if cls.bases.size:
+        other = cls.bases[cls.at(cls.bases) == wb.EXTENDNUMLET]
+        enl = np.sort(np.concatenate([enl, other])) if other.size else enl
+    if not enl.size:
+        return starts, ends
+    index = np.minimum(np.searchsorted(starts, enl), starts.size - 1)
+    lead = index[starts[index] == enl]
+    drop = lead[_only_extendnumlet(cls, starts[lead], ends[lead])]
+    if drop.size:
+        starts, ends = np.delete(starts, drop), np.delete(ends, drop)
     return starts, ends
 
 
