@@ -131,6 +131,13 @@ class FileSink:
         self.held: Piece | None = None
         self.appender: Appender | None = None
 
+    def stream(self) -> None:
+        """Write every piece as it comes (more than one will come)."""
+        try:
+            self.appender = Appender(str(self.tmp), self.fmt, self.schema)
+        except _ERRORS as exc:
+            raise failure(self.shown, exc, self.tmp) from exc
+
     def write(self, piece: Piece) -> None:
         try:
             if self.appender is None and self.held is None:

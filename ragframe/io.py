@@ -236,11 +236,17 @@ def _check_directory(target: Path, shown: str) -> None:
 
 @contextlib.contextmanager
 def open_output(
-    path: str | os.PathLike[str], schema: pa.Schema, *, fmt: str | None = None
+    path: str | os.PathLike[str],
+    schema: pa.Schema,
+    *,
+    fmt: str | None = None,
+    pieces: int | None = None,
 ) -> Iterator[_sinks.Sink]:
     """An output written piece by piece (``sink.write(frame_or_arrow_table)``), each
     piece cast to ``schema``; committed (renamed into place) when the block ends
-    without an error, removed otherwise. ``fmt``: the format of ``-``.
+    without an error, removed otherwise. ``fmt``: the format of ``-``; ``pieces``: how
+    many pieces will come, when known (a file of one piece is written whole, as
+    :func:`write_table` writes it; of more, each piece as it comes).
 
     Raises:
         RagframeError: the output cannot be written (:func:`check_output`), or a
@@ -256,6 +262,8 @@ def open_output(
     else:
         sink = _sinks.FileSink(target, shown, table_format(shown), schema, _whole)
     try:
+        if pieces is not None and pieces > 1 and isinstance(sink, _sinks.FileSink):
+            sink.stream()
         yield sink
         sink.close()
     except BaseException:  # a failure or an interrupt: nothing is left behind

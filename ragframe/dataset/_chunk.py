@@ -48,7 +48,7 @@ def run(
     counts = {"documents": 0, "chunks": 0, "characters": 0}
     done = 0
     with (
-        io.open_output(destination, arrow_schema(schema), fmt=fmt) as sink,
+        io.open_output(destination, arrow_schema(schema), fmt=fmt, pieces=parts) as sink,
         Progress("chunk", rows, parts, "docs", progress) as bar,
     ):
         for batch in _batches(documents, text_per_partition):

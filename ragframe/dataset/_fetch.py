@@ -70,7 +70,7 @@ def run(
     parts = max(1, math.ceil((text or 0) / text_per_partition))
     run = _Run(ordered, documents, sizes, config, parts)
     with (
-        io.open_output(destination, arrow_schema(schema), fmt=fmt) as sink,
+        io.open_output(destination, arrow_schema(schema), fmt=fmt, pieces=parts) as sink,
         Progress("fetch", ordered.height, parts, "requests", progress) as bar,
     ):
         if parts == 1:

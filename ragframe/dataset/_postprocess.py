@@ -7,7 +7,6 @@ import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Literal
 
 import polars as pl
 import pyarrow as pa
@@ -51,18 +50,17 @@ def run(
     ranges = _ranges.query_ranges(candidates.frame, rows_per_partition)
     texts = _texts(store, candidates.frame.collect_schema()) if store else None
     direct = _ranges.filtered_scans_fit(candidates, ranges)
+    parts = len(ranges.bounds)
     totals: Counter[str] = Counter()
     with (
         _reader(candidates, ranges, destination, direct) as read,
-        io.open_output(destination, arrow_schema(schema), fmt=fmt) as sink,
-        Progress("postprocess", ranges.total, len(ranges.bounds), "rows", progress) as bar,
+        io.open_output(destination, arrow_schema(schema), fmt=fmt, pieces=parts) as sink,
+        Progress("postprocess", ranges.total, parts, "rows", progress) as bar,
     ):
-        for k in range(len(ranges.bounds)):
-            rows = read(k)
-            table = _one(rows, texts, config, candidates, store, totals)
-            sink.write(table)
-            bar.advance(rows.height, queries=totals["queries"], blocks=totals["blocks"])
-    return RunSummary(os.fspath(destination), len(ranges.bounds), dict(totals), not direct)
+        for k in range(parts):
+            sink.write(_one(read(k), texts, config, candidates, store, totals))  # none kept
+            bar.advance(ranges.rows[k], queries=totals["queries"], blocks=totals["blocks"])
+    return RunSummary(os.fspath(destination), parts, dict(totals), not direct)
 
 
 @contextlib.contextmanager
@@ -116,10 +114,11 @@ def _everywhere(exc: DataError, candidates: Input, store: Input, here: int) -> D
 
 
 def _texts(store: Input, candidates: pl.Schema) -> Texts:
-    """The store rows a partition needs: a semi-join on (entity, chunk index), the keys
-    read as postprocess reads them; the store kept in memory when small."""
-    entity = c.ENTITY_ID if c.ENTITY_ID in candidates else c.DOC_ID
-    dtype = pl.String if candidates[entity] == pl.String else pl.Int64
+    """The store rows a partition needs. A store in memory (given so, or read once when
+    at most :data:`STORE_IN_MEMORY`) is given whole: the engine joins the text of only
+    the rows that need it, and a semi-join first would copy the text it keeps. A larger
+    store is scanned for the partition's keys (a streaming semi-join on entity and
+    chunk index, read as postprocess reads them), so only those rows are held."""
     names = store.frame.collect_schema().names()
     own = c.ENTITY_ID if c.ENTITY_ID in names else c.DOC_ID
     used = [n for n in (own, c.CHUNK_INDEX, c.TEXT, c.START_CHAR, c.END_CHAR) if n in names]
@@ -127,18 +126,21 @@ def _texts(store: Input, candidates: pl.Schema) -> Texts:
     table = store.eager
     if table is None and size is not None and size <= STORE_IN_MEMORY:
         table = store.frame.select(used).collect()
-    lazy = table.lazy() if table is not None else store.frame
+    if table is not None:
+        kept = table
+        return lambda rows: kept
+    entity = c.ENTITY_ID if c.ENTITY_ID in candidates else c.DOC_ID
+    dtype = pl.String if candidates[entity] == pl.String else pl.Int64
     on = [pl.col(own).cast(dtype, strict=False), pl.col(c.CHUNK_INDEX).cast(pl.Int64, strict=False)]
-    engine: Literal["in-memory", "streaming"] = "in-memory" if table is not None else "streaming"
 
     def needed(rows: pl.DataFrame) -> pl.DataFrame:
         keys = rows.lazy().select(
             pl.col(entity).cast(dtype, strict=False).alias(_ENTITY),
             pl.col(c.CHUNK_INDEX).cast(pl.Int64, strict=False).fill_null(0).alias(_INDEX),
         )
-        plan = lazy.join(
+        plan = store.frame.select(used).join(
             keys.unique(), left_on=on, right_on=[_ENTITY, _INDEX], how="semi", maintain_order="left"
         )
-        return plan.collect(engine=engine)
+        return plan.collect(engine="streaming")
 
     return needed

@@ -1,0 +1,223 @@
+"""Dataset runs: a stage run partition by partition over files, globs, directories and
+frames -- however the input is ordered -- writes exactly what one big call writes, to a
+file, a directory of parts or standard output; errors leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import ragframe
+from ragframe import io
+from ragframe import schema as c
+from ragframe.dataset import chunk_dataset, fetch_dataset, postprocess_dataset
+from ragframe.errors import ConfigError, DataError, SchemaError
+from ragframe.postprocess import missing_text_counts
+from tests.conftest import require_cranfield
+
+CONFIG = ragframe.PostprocessConfig(top_k=8, max_blocks=4, max_characters=3000)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def cranfield() -> dict[str, pl.DataFrame]:
+    root = require_cranfield("results_minilm.parquet", "chunks.parquet", "docs.parquet")
+    names = ("results_minilm", "chunks", "docs", "queries")
+    return {name: pl.read_parquet(root / f"{name}.parquet") for name in names}
+
+
+@pytest.fixture(scope="module")
+def whole(cranfield: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The one big call every partitioned run must equal."""
+    results, chunks = cranfield["results_minilm"], cranfield["chunks"]
+    return ragframe.postprocess(results, CONFIG, chunks=chunks).collect()
+
+
+def _interleaved(frame: pl.DataFrame) -> pl.DataFrame:
+    """Each query's rows spread over the whole table, their relative order kept."""
+    rank = pl.int_range(pl.len()).over(c.QUERY_ID)
+    return frame.with_columns(rank.alias("r")).sort("r", maintain_order=True).drop("r")
+
+
+def _write(frame: pl.DataFrame, path: Path, row_group: int = 500) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        frame.write_parquet(path, row_group_size=row_group)
+    else:
+        io.write_table(frame, path)
+    return path
+
+
+# --- postprocess ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("layout", "spilled"),
+    [("sorted", False), ("interleaved", True), ("csv", True), ("frame", False)],
+)
+@pytest.mark.parametrize("rows", [1_000, 4_000, 100_000])
+def test_postprocess_partitions_equal_one_call(
+    tmp_path: Path,
+    cranfield: dict[str, pl.DataFrame],
+    whole: pl.DataFrame,
+    layout: str,
+    spilled: bool,
+    rows: int,
+) -> None:
+    results = cranfield["results_minilm"]
+    chunks = _write(cranfield["chunks"], tmp_path / "chunks.parquet")
+    source: object
+    if layout == "frame":
+        source = _interleaved(results)
+    elif layout == "csv":
+        source = _write(_interleaved(results), tmp_path / "r.csv")
+    else:
+        given = results if layout == "sorted" else _interleaved(results)
+        source = _write(given, tmp_path / "r.parquet")
+    out = tmp_path / "out" / "blocks.parquet"
+    run = postprocess_dataset(source, out, CONFIG, chunks=chunks, rows_per_partition=rows)
+    assert_frame_equal(pl.read_parquet(out), whole)
+    parts = -(-results.height // rows)
+    assert run.partitions == parts
+    assert run.spilled == (spilled and parts > 1)
+    assert run.counts["queries"] == results[c.QUERY_ID].n_unique()
+    assert run.counts["candidates"] == results.height
+    assert run.counts["blocks"] == whole.height
+    assert run.counts["characters"] == whole[c.CHAR_COUNT].sum()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["blocks.parquet"]
+    assert not [p for p in tmp_path.iterdir() if io.TEMP_MARK in p.name]  # no spill left
+
+
+def test_postprocess_inline_text_hive_dataset_in_parts_out(
+    tmp_path: Path, cranfield: dict[str, pl.DataFrame]
+) -> None:
+    """Text in the candidates, a hive-partitioned dataset in (its key a passthrough
+    column), a directory of parts out, in output order."""
+    results = cranfield["results_minilm"].join(
+        cranfield["chunks"].select(c.DOC_ID, c.CHUNK_INDEX, c.TEXT),
+        on=[c.DOC_ID, c.CHUNK_INDEX],
+        maintain_order="left",
+    )
+    dataset = tmp_path / "in"
+    for (group,), part in results.group_by(pl.col(c.QUERY_ID) % 3, maintain_order=True):
+        _write(part, dataset / f"grp={group}" / "data.parquet")
+    (dataset / "_SUCCESS").write_text("")
+    (dataset / "grp=0" / ".data.parquet.crc").write_text("x")
+    want = ragframe.postprocess(io.scan_table(dataset), CONFIG).collect()
+    assert "grp" in want.columns and want[c.QUERY_ID].n_unique() == 225
+    out = tmp_path / "blocks"
+    run = postprocess_dataset(dataset, f"{out}/", CONFIG, rows_per_partition=3_000)
+    assert run.partitions == 4
+    parts = sorted(p.name for p in out.iterdir())
+    assert parts == [f"part-{k:05d}.parquet" for k in range(4)]
+    assert_frame_equal(pl.read_parquet(out), want)
+    first = pl.read_parquet(out / parts[1])[c.QUERY_ID]
+    assert first.min() > pl.read_parquet(out / parts[0])[c.QUERY_ID].max()  # parts in order
+
+
+def test_postprocess_empty_input_writes_the_schema(tmp_path: Path) -> None:
+    empty = pl.DataFrame(
+        schema={"query_id": pl.Int64, "entity_id": pl.Int64, "chunk_index": pl.Int64,
+                "text": pl.String, "similarity": pl.Float64}
+    )
+    for out in (tmp_path / "e.parquet", tmp_path / "e.csv", tmp_path / "parts"):
+        target = f"{out}/" if out.suffix == "" else out
+        run = postprocess_dataset(_write(empty, tmp_path / "in.parquet"), target)
+        want = ragframe.postprocess(empty).collect()
+        got = io.read_table(out)
+        assert got.height == 0 and got.columns == want.columns, out
+        assert run.partitions == 0 and run.counts == {} or run.counts["blocks"] == 0
+
+
+@pytest.mark.parametrize("layout", ["sorted", "interleaved"])
+def test_an_error_in_a_later_partition_leaves_nothing(
+    tmp_path: Path, cranfield: dict[str, pl.DataFrame], layout: str
+) -> None:
+    """A NaN score in the last query: the run fails there, after earlier partitions
+    were written, and neither the output nor its temporaries nor the spill remain."""
+    results = cranfield["results_minilm"]
+    last = results[c.QUERY_ID].max()
+    bad = results.with_columns(
+        pl.when(pl.col(c.QUERY_ID) == last).then(float("nan")).otherwise(pl.col(c.SIMILARITY))
+        .alias(c.SIMILARITY)
+    )
+    source = _write(bad if layout == "sorted" else _interleaved(bad), tmp_path / "in" / "r.parquet")
+    chunks = _write(cranfield["chunks"], tmp_path / "in" / "chunks.parquet")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "kept.parquet").write_bytes(b"previous")
+    for target in (out / "kept.parquet", f"{out / 'parts'}/"):
+        with pytest.raises(DataError, match="NaN"):
+            postprocess_dataset(source, target, CONFIG, chunks=chunks, rows_per_partition=1_000)
+        assert sorted(p.name for p in out.iterdir()) == ["kept.parquet"]
+        assert (out / "kept.parquet").read_bytes() == b"previous"
+
+
+def test_missing_text_counts_the_whole_input(
+    tmp_path: Path, cranfield: dict[str, pl.DataFrame]
+) -> None:
+    """Text missing in several partitions: the error counts every one of them, as one
+    big call does; with missing_text='empty' the run reports them."""
+    results, chunks = cranfield["results_minilm"], cranfield["chunks"]
+    store = chunks.filter(pl.col(c.DOC_ID) % 50 != 0)
+    lacking = missing_text_counts(results, store).collect().row(0)
+    assert lacking[1] > 10  # many queries, so many partitions
+    source = _write(results, tmp_path / "r.parquet")
+    with pytest.raises(DataError) as caught:
+        ragframe.postprocess(results, CONFIG, chunks=store).collect()
+    whole = f"{lacking[0]} candidate(s) in {lacking[1]} query(ies)"
+    assert whole in str(caught.value)
+    with pytest.raises(DataError, match=re.escape(f"; in the whole input: {whole}")):
+        postprocess_dataset(source, tmp_path / "o.parquet", CONFIG, chunks=store, rows_per_partition=1_000)
+    cfg = ragframe.PostprocessConfig(top_k=8, missing_text="empty")
+    run = postprocess_dataset(source, tmp_path / "o.parquet", cfg, chunks=store, rows_per_partition=1_000)
+    assert (run.counts["missing_text_candidates"], run.counts["missing_text_queries"]) == lacking
+    want = ragframe.postprocess(results, cfg, chunks=store).collect()
+    assert_frame_equal(pl.read_parquet(tmp_path / "o.parquet"), want)
+
+
+def test_null_query_ids_are_reported_as_one_call_reports_them(tmp_path: Path) -> None:
+    rows = pl.DataFrame(
+        {"query_id": [None, 1, 2, 3], "entity_id": [1, 2, 3, 4], "chunk_index": [0] * 4,
+         "text": ["a", "b", "c", "d"], "similarity": [0.5] * 4}
+    )
+    with pytest.raises(DataError) as whole:
+        ragframe.postprocess(rows).collect()
+    with pytest.raises(DataError) as parted:
+        postprocess_dataset(rows, tmp_path / "o.parquet", rows_per_partition=1)
+    assert str(parted.value) == str(whole.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_columns_and_options_fail_before_any_work(tmp_path: Path) -> None:
+    rows = pl.DataFrame({"query_id": [1], "entity_id": [1], "chunk_index": [0]})
+    with pytest.raises(SchemaError, match="missing column 'similarity'"):
+        postprocess_dataset(rows, tmp_path / "o.parquet")
+    with pytest.raises(ConfigError, match="rows_per_partition must be an integer >= 1, got 0"):
+        postprocess_dataset(rows, tmp_path / "o.parquet", rows_per_partition=0)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_shows_partitions_only_when_asked_or_on_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cranfield: dict[str, pl.DataFrame]
+) -> None:
+    results = cranfield["results_minilm"].join(
+        cranfield["chunks"].select(c.DOC_ID, c.CHUNK_INDEX, c.TEXT), on=[c.DOC_ID, c.CHUNK_INDEX]
+    )
+    postprocess_dataset(results, tmp_path / "a.parquet", rows_per_partition=4_000)
+    assert capsys.readouterr().err == ""  # not a terminal: quiet
+    postprocess_dataset(results, tmp_path / "b.parquet", rows_per_partition=4_000, progress=True)
+    err = capsys.readouterr().err
+    assert "postprocess: 100%" in err and "partition=3/3" in err
+    assert "11.2k/11.2k" in err and "rows/s" in err  # rows done of all, the rate
+    assert "queries=225" in err
