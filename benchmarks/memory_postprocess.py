@@ -236,7 +236,9 @@ def _verdict(found: dict[int, tuple[float, float]]) -> int:
         (w30, r30), (w100, r100) = found[30_000_000], found[100_000_000]
         flat, time_ok = r100 <= 1.2 * r30, w100 <= 3 * w30
         print(f"100M RSS / 30M RSS = {r100 / r30:.2f} (bar <= 1.2: {'ok' if flat else 'MISSED'})")
-        print(f"100M wall / 30M wall = {w100 / w30:.2f} (bar <= 3: {'ok' if time_ok else 'MISSED'})")
+        print(
+            f"100M wall / 30M wall = {w100 / w30:.2f} (bar <= 3: {'ok' if time_ok else 'MISSED'})"
+        )
         ok = ok and flat and time_ok
     return 0 if ok else 1
 

@@ -90,6 +90,12 @@ def resolve(path: str | os.PathLike[str]) -> Source:
 
 
 def _one_format(files: list[Path], shown: str) -> str:
+    other = next((f for f in files if f.suffix.lower() not in FORMATS), None)
+    if other is not None and len(files) > 1:
+        raise RagframeError(
+            f"input {shown} holds a file that is not a table: {other}; expected table "
+            "files only (names starting with '.' or '_' are skipped)"
+        )
     formats = {table_format(f) for f in files}
     if len(formats) > 1:
         found = sorted({f.suffix.lower() for f in files})

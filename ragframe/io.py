@@ -213,6 +213,11 @@ def _check_file(target: Path, shown: str, table: bool) -> None:
             f"{os.path.join(shown, 'out.parquet')}, or {shown.rstrip('/')}/ (a final '/') "
             "for a directory of Parquet parts"
         )
+    if table and not Path(shown).suffix:
+        raise RagframeError(
+            f"no file extension for {shown}; expected one of {sorted(_sources.FORMATS)}, "
+            f"or {shown}/ (a final '/') for a directory of Parquet parts"
+        )
     if table:
         table_format(shown)
     if target.exists() and not target.is_file():

@@ -132,6 +132,30 @@ def add_output(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_partition_size(parser: argparse.ArgumentParser, rows: bool, default: int) -> None:
+    """``--rows-per-partition`` (``rows``) or ``--text-per-partition``: how much each
+    partition of a dataset run holds (peak memory grows with it)."""
+    if rows:
+        name, what = "--rows-per-partition", "input rows per partition (whole queries)"
+    else:
+        name, what = "--text-per-partition", "bytes of documents' content per partition"
+    parser.add_argument(
+        name,
+        type=positive,
+        default=default,
+        metavar="N",
+        help=f"{what}; peak memory grows with it (default: {default:_})",
+    )
+
+
+def positive(text: str) -> int:
+    """An option value that must be a positive integer (``_`` separators allowed)."""
+    value = integer(text.replace("_", ""))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def output_format(args: argparse.Namespace) -> str:
     """The format ``--format`` names (used for standard output)."""
     return OUTPUT_FORMATS[args.output_format]

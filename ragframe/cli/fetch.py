@@ -9,12 +9,13 @@ from typing import Any
 from ragframe.cli._common import (
     add_command,
     add_output,
+    add_partition_size,
     one_line_errors,
     output_format,
     progress,
 )
 from ragframe.cli._options import add_config_options, config_from_args
-from ragframe.dataset import fetch_dataset
+from ragframe.dataset import TEXT_PER_PARTITION, fetch_dataset
 from ragframe.fetch import FetchConfig
 from ragframe.schema import MISSING, STRATEGIES
 
@@ -32,6 +33,7 @@ def add_fetch(sub: Any) -> None:
     p.add_argument("documents", metavar="DOCUMENTS", help="doc_id, content [, other fields]")
     p.add_argument("--sizes", metavar="SIZES", help="doc_id, content_length (search phase)")
     add_output(p)
+    add_partition_size(p, False, TEXT_PER_PARTITION)
     add_config_options(
         p,
         FetchConfig,
@@ -52,6 +54,7 @@ def run_fetch(args: argparse.Namespace) -> dict[str, Any]:
             args.output,
             config,
             sizes=args.sizes,
+            text_per_partition=args.text_per_partition,
             progress=progress(args),
             fmt=output_format(args),
         )

@@ -8,12 +8,13 @@ from typing import Any
 from ragframe.cli._common import (
     add_command,
     add_output,
+    add_partition_size,
     one_line_errors,
     output_format,
     progress,
 )
 from ragframe.cli._options import add_config_options, config_from_args
-from ragframe.dataset import postprocess_dataset
+from ragframe.dataset import ROWS_PER_PARTITION, postprocess_dataset
 from ragframe.postprocess import PostprocessConfig
 
 EPILOG = """\
@@ -29,8 +30,8 @@ input columns (RESULTS):
 
 RESULTS and CHUNKS may be a file, a glob ('runs/*.parquet'), a directory (a Parquet
 dataset, hive partitions read) or '-' (standard input). Any size: the queries are
-processed in partitions of about 2 million candidates (whole queries, whatever the
-input's order), each written as soon as it is done, so memory stays flat.
+processed in partitions of about --rows-per-partition candidates (whole queries,
+whatever the input's order), each written as soon as it is done: memory stays flat.
 
 output columns (OUT), one row per block, sorted by query_id, block_rank:
   query_id, block_rank, entity_type, entity_id, start_chunk_index,
@@ -66,6 +67,7 @@ def add_postprocess(sub: Any) -> None:
         "by (entity_id, chunk_index), only for the rows that need it",
     )
     add_output(p)
+    add_partition_size(p, True, ROWS_PER_PARTITION)
     add_config_options(p, PostprocessConfig)
     p.set_defaults(run=run_postprocess)
 
@@ -82,6 +84,7 @@ def run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
             args.output,
             config,
             chunks=args.chunks,
+            rows_per_partition=args.rows_per_partition,
             progress=progress(args),
             fmt=output_format(args),
         )

@@ -11,6 +11,7 @@ from ragframe import io
 from ragframe.cli._common import (
     add_command,
     add_output,
+    add_partition_size,
     check_output,
     collect,
     one_line_errors,
@@ -19,7 +20,7 @@ from ragframe.cli._common import (
     write,
 )
 from ragframe.cli._options import add_config_options, config_from_args
-from ragframe.dataset import chunk_dataset
+from ragframe.dataset import TEXT_PER_PARTITION, chunk_dataset
 from ragframe.schema import DOC_ID, TEXT, TRUNCATED
 from ragframe.window import WindowConfig, assemble, windows
 
@@ -87,6 +88,7 @@ def add_chunk(sub: Any) -> None:
     )
     parser.add_argument("documents", metavar="DOCUMENTS", help="input table of documents")
     _add_window_options(parser)
+    add_partition_size(parser, False, TEXT_PER_PARTITION)
     parser.set_defaults(run=run_chunk)
 
 
@@ -99,6 +101,7 @@ def run_chunk(args: argparse.Namespace) -> dict[str, Any]:
             args.documents,
             args.output,
             config,
+            text_per_partition=args.text_per_partition,
             progress=progress(args),
             fmt=output_format(args),
         )

@@ -30,10 +30,9 @@ from typing import Any
 
 from ragframe._validate import as_config
 from ragframe.dataset import _chunk, _fetch, _postprocess
-from ragframe.dataset._fetch import TEXT_PER_PARTITION
 from ragframe.dataset._inputs import open_input
 from ragframe.dataset._postprocess import ROWS_PER_PARTITION, STORE_IN_MEMORY
-from ragframe.dataset._run import RunSummary
+from ragframe.dataset._run import TEXT_PER_PARTITION, RunSummary
 from ragframe.errors import ConfigError
 from ragframe.fetch import FetchConfig
 from ragframe.postprocess import PostprocessConfig
@@ -193,7 +192,7 @@ def chunk_dataset(
     destination: Path,
     config: WindowConfig | Mapping[str, Any],
     *,
-    text_per_partition: int = _chunk.TEXT_PER_PARTITION,
+    text_per_partition: int = TEXT_PER_PARTITION,
     progress: bool | None = None,
     fmt: str | None = None,
 ) -> RunSummary:

@@ -25,8 +25,6 @@ from ragframe.dataset._progress import Progress
 from ragframe.dataset._run import RunSummary, arrow_schema
 from ragframe.window import WindowConfig, chunk
 
-TEXT_PER_PARTITION = 32 * 2**20
-"""Documents' content per batch."""
 _READ_BUFFER = 1 << 20
 _COLUMNS = [c.DOC_ID, c.CONTENT]
 

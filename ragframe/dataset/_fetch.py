@@ -36,8 +36,6 @@ from ragframe.fetch import FetchConfig, fetch
 from ragframe.fetch._strategy import request_key
 from ragframe.partition import ORDER, bucket, fetch_order, fetch_part
 
-TEXT_PER_PARTITION = 32 * 2**20
-"""Documents' text per partition: fetch needs about 8 times the text it highlights."""
 ROW_GROUP = 4096
 """Rows per row group of a partition's temporary output (the unit a range reads)."""
 _PART, _ID = c.TMP + "partition", c.TMP + "doc"

@@ -13,6 +13,10 @@ import pyarrow as pa
 
 from ragframe import io
 
+TEXT_PER_PARTITION = 32 * 2**20
+"""Documents' content per partition of fetch and chunk: fetch needs about 8 times the
+text it highlights, chunk about 3 times the text of a batch."""
+
 
 @dataclass(frozen=True)
 class RunSummary:
