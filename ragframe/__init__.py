@@ -8,6 +8,8 @@ The pipeline, one subpackage per stage, each a function ``LazyFrame (+ frozen co
 * :mod:`ragframe.fetch` -- full text or query-relevant passages per document (SPEC 2);
 * :mod:`ragframe.evaluate` -- the context that reaches the LLM against judgements (SPEC 4);
 * :mod:`ragframe.reference` -- the plain per-query oracles the engine is tested against;
+* :mod:`ragframe.dataset` -- the stages over datasets of any size, partition by
+  partition, output streamed to disk (:func:`postprocess_dataset`, ...);
 * :mod:`ragframe.cli` -- the ``ragframe`` command.
 
 Shared modules: :mod:`ragframe.schema` (every column name), :mod:`ragframe.errors`,
@@ -16,6 +18,7 @@ Shared modules: :mod:`ragframe.schema` (every column name), :mod:`ragframe.error
 
 from __future__ import annotations
 
+from ragframe.dataset import RunSummary, chunk_dataset, fetch_dataset, postprocess_dataset
 from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
 from ragframe.evaluate import (
     SweepResult,
@@ -39,17 +42,21 @@ __all__ = [
     "HighlightConfig",
     "PostprocessConfig",
     "RagframeError",
+    "RunSummary",
     "SchemaError",
     "SweepResult",
     "WindowConfig",
     "assemble",
     "chunk",
+    "chunk_dataset",
     "document_ranking",
     "evaluate",
     "fetch",
+    "fetch_dataset",
     "highlight",
     "missing_documents",
     "postprocess",
+    "postprocess_dataset",
     "postprocess_reference",
     "read_qrels",
     "read_run",

@@ -462,3 +462,24 @@ def test_a_signal_mid_run_removes_the_parts_and_the_spill(
     assert proc.returncode == 143
     assert err == "error: terminated\n"
     assert list(out.iterdir()) == []
+
+
+def test_evaluate_reads_parts_and_writes_parts(
+    tmp_path: Path, cranfield: dict[str, pl.DataFrame], whole: pl.DataFrame
+) -> None:
+    """postprocess output as a directory of parts chains into evaluate as it is."""
+    root = require_cranfield("qrels.parquet")
+    results = _write(cranfield["results_minilm"], tmp_path / "r.parquet")
+    chunks = _write(cranfield["chunks"], tmp_path / "chunks.parquet")
+    postprocess_dataset(
+        results, f"{tmp_path}/blocks/", CONFIG, chunks=chunks, rows_per_partition=3_000
+    )
+    _write(whole, tmp_path / "blocks.parquet")
+    argv = ["evaluate", "--qrels", str(root / "qrels.parquet"), "--candidates", str(results)]
+    argv += ["--gain", "1:4,2:3,3:2,4:1", "--k", "5,10"]
+    for given, out in (("blocks.parquet", "one.parquet"), ("blocks", "parts/")):
+        done = _command(*argv[:1], str(tmp_path / given), *argv[1:], "-o", f"{tmp_path}/{out}")
+        assert done.returncode == 0, done.stderr
+    assert_frame_equal(
+        pl.read_parquet(tmp_path / "parts"), pl.read_parquet(tmp_path / "one.parquet")
+    )

@@ -82,14 +82,18 @@ def _one(
     store: Input | None,
     totals: Counter[str],
 ) -> pa.Table:
-    """One partition's blocks; its counts added to ``totals``."""
+    """One partition's blocks; its counts added to ``totals``. Candidates without
+    text are counted where they are allowed; by default (an error) a run that goes on
+    has none, and the error counts the whole input's."""
     needed = texts(rows) if texts is not None else None
-    lacking, lacking_queries = missing_text_counts(rows, needed).collect().row(0)
+    counted = store is not None and config.missing_text != "error"
+    lacking, lacking_queries = _lacking(rows, needed) if counted else (0, 0)
     try:
         table = postprocess_part(rows, config, chunks=needed)
     except DataError as exc:
-        if lacking and config.missing_text == "error" and store is not None:
-            raise _everywhere(exc, candidates, store, lacking) from exc
+        here = _lacking(rows, needed)[0] if store is not None and not counted else 0
+        if here and store is not None:
+            raise _everywhere(exc, candidates, store, here) from exc
         raise
     totals.update(
         queries=rows[c.QUERY_ID].n_unique(),
@@ -101,6 +105,11 @@ def _one(
         truncated=pc.sum(table.column(c.TRUNCATED).cast(pa.int64())).as_py() or 0,
     )
     return table
+
+
+def _lacking(rows: pl.DataFrame, needed: pl.DataFrame | None) -> tuple[int, int]:
+    found = missing_text_counts(rows, needed).collect().row(0)
+    return int(found[0]), int(found[1])
 
 
 def _everywhere(exc: DataError, candidates: Input, store: Input, here: int) -> DataError:
