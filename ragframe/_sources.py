@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ragframe import _atomic
+import polars as pl
+
+from ragframe import _atomic, _textfiles
 from ragframe.errors import RagframeError
 
 STDIO = "-"
@@ -176,3 +178,42 @@ def forget_stdin() -> None:
     """Remove the copy of standard input (at the end of a command)."""
     while SPOOLED:
         _atomic.remove(SPOOLED.pop())
+
+
+def _is_empty(path: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.isfile(path) and os.path.getsize(path) == 0
+    except OSError:
+        return False
+
+
+def read_error(path: str | os.PathLike[str], exc: BaseException) -> RagframeError:
+    """The error to raise when Polars failed with ``exc`` reading ``path``: the line
+    that is wrong (:func:`explain_read_error`), else Polars' first line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    detail = lines[0] if lines else type(exc).__name__
+    if isinstance(exc, pl.exceptions.NoDataError) or _is_empty(path):
+        detail = "the file is empty; expected a table with a header or schema"
+    explained = explain_read_error(path, str(exc))
+    return RagframeError(explained or f"cannot read {os.fspath(path)}: {detail}")
+
+
+def explain_read_error(path: str | os.PathLike[str], error: str = "") -> str | None:
+    """Why Polars could not read the CSV or JSON-lines file ``path``: the first bad
+    line and what was wrong (bad UTF-8, a wrong number of fields, invalid JSON), or
+    ``None`` when no such problem is found (or the file is of another format, or not
+    one file). ``error`` is Polars' message, which names a value that did not parse."""
+    try:
+        fmt = table_format(path)
+    except RagframeError:
+        return None
+    path = Path(path)
+    if not path.is_file():
+        return None
+    if fmt == "csv":
+        found = _textfiles.csv_problem(path, error)
+    elif fmt == "ndjson":
+        found = _textfiles.jsonl_problem(path)
+    else:
+        return None
+    return f"cannot read {os.fspath(path)}: {found}" if found else None

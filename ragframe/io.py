@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from ragframe import _atomic, _sinks, _sources, _textfiles
 from ragframe._atomic import TEMP_MARK, remove_temporaries, stale_temporaries
-from ragframe._sources import STDIO, Source, table_format
+from ragframe._sources import STDIO, Source, explain_read_error, read_error, table_format
 from ragframe.errors import RagframeError
 
 __all__ = [
@@ -123,45 +123,6 @@ def _shown(src: Source, message: str) -> str:
     return message.replace(str(src.files[0]), "standard input")
 
 
-def _is_empty(path: str | os.PathLike[str]) -> bool:
-    try:
-        return os.path.isfile(path) and os.path.getsize(path) == 0
-    except OSError:
-        return False
-
-
-def read_error(path: str | os.PathLike[str], exc: BaseException) -> RagframeError:
-    """The error to raise when Polars failed with ``exc`` reading ``path``: the line
-    that is wrong (:func:`explain_read_error`), else Polars' first line."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    detail = lines[0] if lines else type(exc).__name__
-    if isinstance(exc, pl.exceptions.NoDataError) or _is_empty(path):
-        detail = "the file is empty; expected a table with a header or schema"
-    explained = explain_read_error(path, str(exc))
-    return RagframeError(explained or f"cannot read {os.fspath(path)}: {detail}")
-
-
-def explain_read_error(path: str | os.PathLike[str], error: str = "") -> str | None:
-    """Why Polars could not read the CSV or JSON-lines file ``path``: the first bad
-    line and what was wrong (bad UTF-8, a wrong number of fields, invalid JSON), or
-    ``None`` when no such problem is found (or the file is of another format, or not
-    one file). ``error`` is Polars' message, which names a value that did not parse."""
-    try:
-        fmt = table_format(path)
-    except RagframeError:
-        return None
-    path = Path(path)
-    if not path.is_file():
-        return None
-    if fmt == "csv":
-        found = _textfiles.csv_problem(path, error)
-    elif fmt == "ndjson":
-        found = _textfiles.jsonl_problem(path)
-    else:
-        return None
-    return f"cannot read {os.fspath(path)}: {found}" if found else None
-
-
 def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
     """Read a whole table into memory; a file that cannot be parsed is a
     :class:`RagframeError` naming the file (and, for text formats, the line)."""
@@ -196,47 +157,14 @@ def check_output(path: str | os.PathLike[str], *, table: bool = True) -> Path:
         return Path(STDIO)
     target = Path(os.path.realpath(path))
     if is_directory(path):
-        _check_directory(target, shown)
+        _sinks.check_directory(target, shown)
     else:
-        _check_file(target, shown, table)
+        _sinks.check_file(target, shown, table)
     folder = _atomic.first_existing(target.parent)
     if not folder.is_dir():
         raise RagframeError(f"cannot write {shown}: {folder} is not a directory")
     _atomic.probe(folder, target, shown)
     return target
-
-
-def _check_file(target: Path, shown: str, table: bool) -> None:
-    if target.is_dir():
-        raise RagframeError(
-            f"cannot write {shown}: it is a directory; expected a file path such as "
-            f"{os.path.join(shown, 'out.parquet')}, or {shown.rstrip('/')}/ (a final '/') "
-            "for a directory of Parquet parts"
-        )
-    if table and not Path(shown).suffix:
-        raise RagframeError(
-            f"no file extension for {shown}; expected one of {sorted(_sources.FORMATS)}, "
-            f"or {shown}/ (a final '/') for a directory of Parquet parts"
-        )
-    if table:
-        table_format(shown)
-    if target.exists() and not target.is_file():
-        raise RagframeError(f"cannot write {shown}: not a regular file; expected a file path")
-
-
-def _check_directory(target: Path, shown: str) -> None:
-    if target.exists() and not target.is_dir():
-        raise RagframeError(
-            f"cannot write {shown}: it is not a directory; expected a directory for "
-            f"Parquet parts (or {shown.rstrip('/')} without the final '/' for one file)"
-        )
-    foreign = _atomic.foreign_entry(target) if target.is_dir() else None
-    if foreign is not None:
-        raise RagframeError(
-            f"cannot write {shown}: the directory holds other files than Parquet parts "
-            f"({foreign.name}); expected a new or empty directory, or a previous output "
-            "(part-*.parquet only), which is replaced"
-        )
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from ragframe.cli._common import (
     progress,
 )
 from ragframe.cli._options import add_config_options, config_from_args
-from ragframe.dataset import TEXT_PER_PARTITION, fetch_dataset
+from ragframe.dataset import FETCH_TEXT, fetch_dataset
 from ragframe.fetch import FetchConfig
 from ragframe.schema import MISSING, STRATEGIES
 
@@ -33,7 +33,7 @@ def add_fetch(sub: Any) -> None:
     p.add_argument("documents", metavar="DOCUMENTS", help="doc_id, content [, other fields]")
     p.add_argument("--sizes", metavar="SIZES", help="doc_id, content_length (search phase)")
     add_output(p)
-    add_partition_size(p, False, TEXT_PER_PARTITION)
+    add_partition_size(p, False, FETCH_TEXT)
     add_config_options(
         p,
         FetchConfig,

@@ -20,7 +20,7 @@ from ragframe.cli._common import (
     write,
 )
 from ragframe.cli._options import add_config_options, config_from_args
-from ragframe.dataset import TEXT_PER_PARTITION, chunk_dataset
+from ragframe.dataset import CHUNK_TEXT, chunk_dataset
 from ragframe.schema import DOC_ID, TEXT, TRUNCATED
 from ragframe.window import WindowConfig, assemble, windows
 
@@ -88,7 +88,7 @@ def add_chunk(sub: Any) -> None:
     )
     parser.add_argument("documents", metavar="DOCUMENTS", help="input table of documents")
     _add_window_options(parser)
-    add_partition_size(parser, False, TEXT_PER_PARTITION)
+    add_partition_size(parser, False, CHUNK_TEXT)
     parser.set_defaults(run=run_chunk)
 
 

@@ -32,16 +32,17 @@ from ragframe._validate import as_config
 from ragframe.dataset import _chunk, _fetch, _postprocess
 from ragframe.dataset._inputs import open_input
 from ragframe.dataset._postprocess import ROWS_PER_PARTITION, STORE_IN_MEMORY
-from ragframe.dataset._run import TEXT_PER_PARTITION, RunSummary
+from ragframe.dataset._run import CHUNK_TEXT, FETCH_TEXT, RunSummary
 from ragframe.errors import ConfigError
 from ragframe.fetch import FetchConfig
 from ragframe.postprocess import PostprocessConfig
 from ragframe.window import WindowConfig
 
 __all__ = [
+    "CHUNK_TEXT",
+    "FETCH_TEXT",
     "ROWS_PER_PARTITION",
     "STORE_IN_MEMORY",
-    "TEXT_PER_PARTITION",
     "RunSummary",
     "chunk_dataset",
     "fetch_dataset",
@@ -132,7 +133,7 @@ def fetch_dataset(
     config: FetchConfig | Mapping[str, Any] | None = None,
     *,
     sizes: Any = None,
-    text_per_partition: int = TEXT_PER_PARTITION,
+    text_per_partition: int = FETCH_TEXT,
     progress: bool | None = None,
     fmt: str | None = None,
 ) -> RunSummary:
@@ -192,7 +193,7 @@ def chunk_dataset(
     destination: Path,
     config: WindowConfig | Mapping[str, Any],
     *,
-    text_per_partition: int = TEXT_PER_PARTITION,
+    text_per_partition: int = CHUNK_TEXT,
     progress: bool | None = None,
     fmt: str | None = None,
 ) -> RunSummary:
