@@ -26,6 +26,8 @@ every file: the spill path). Run::
     python benchmarks/memory_postprocess.py --queries 200
     python benchmarks/memory_postprocess.py --cli 1M,10M,30M,100M
     python benchmarks/memory_postprocess.py --cli 10M --unsorted
+    python benchmarks/memory_postprocess.py --passes 10M   # what the counting pass, the
+                                                           # filtered scans and a spill cost
 """
 
 from __future__ import annotations
@@ -243,13 +245,69 @@ def _verdict(found: dict[int, tuple[float, float]]) -> int:
     return 0 if ok else 1
 
 
+_PASSES = """
+import statistics, sys, time
+from pathlib import Path
+import polars as pl
+from ragframe.dataset import _ranges
+from ragframe.dataset._inputs import open_input
+from ragframe.partition import postprocess_part
+grouped, shuffled, chunks, spill = sys.argv[1:5]
+inputs = {"grouped": open_input(grouped, "c"), "shuffled": open_input(shuffled, "c")}
+store = pl.read_parquet(chunks)
+times = {}
+def timed(name, f):
+    t = time.perf_counter(); out = f(); times.setdefault(name, []).append(time.perf_counter() - t)
+    return out
+for _ in range(3):
+    for kind, given in inputs.items():
+        ranges = timed(f"{kind}: counting", lambda: _ranges.query_ranges(given.frame, 2_000_000))
+        fit = _ranges.filtered_scans_fit(given, ranges)
+        n = len(ranges.bounds)
+        if fit:
+            read = _ranges.filtered(given, ranges)
+            timed(f"{kind}: filtered scans, all partitions", lambda: [read(k) for k in range(n)])
+        else:
+            spilled = _ranges.spilled(given, ranges, Path(spill))
+            read = timed(f"{kind}: spill", spilled.__enter__)
+            timed(f"{kind}: spilled reads, all partitions", lambda: [read(k) for k in range(n)])
+            spilled.__exit__(None, None, None)
+    rows = inputs["grouped"].frame.filter(pl.col("query_id") <= 38_000).collect()
+    timed("postprocess_part of one 2M-row partition", lambda: postprocess_part(rows, chunks=store))
+for name, values in times.items():
+    print(f"  {name:42} median {statistics.median(values):6.2f} s of {len(values)}")
+"""
+
+
+def passes(rows: int, workdir: Path) -> int:
+    """The cost of the counting pass, filtered scans and the spill (same process,
+    interleaved rounds), beside one partition's postprocess."""
+    folder = Path(tempfile.mkdtemp(prefix="ragframe-memory-", dir=workdir))
+    try:
+        grouped = write_dataset(folder, rows)
+        (folder / "grouped").mkdir()
+        grouped.rename(folder / "grouped" / "results")
+        (folder / "chunks.parquet").unlink()
+        shuffled = write_dataset(folder, rows, unsorted=True)
+        print(f"{rows / 1e6:g}M rows, load {os.getloadavg()[0]:.1f}:")
+        argv = [folder / "grouped" / "results", shuffled, folder / "chunks.parquet", folder / "x"]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        subprocess.run([sys.executable, "-c", _PASSES, *map(str, argv)], check=True, env=env)
+    finally:
+        shutil.rmtree(folder)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=10_000, help="queries x 100 candidates")
     parser.add_argument("--cli", help="measure the command at these sizes, e.g. 30M,100M")
     parser.add_argument("--unsorted", action="store_true", help="rows shuffled (--cli)")
     parser.add_argument("--workdir", default=tempfile.gettempdir(), help="where data goes")
+    parser.add_argument("--passes", help="time the counting pass and the spill at this size")
     args = parser.parse_args()
+    if args.passes:
+        return passes(_size(args.passes), Path(args.workdir))
     if args.cli:
         started = time.perf_counter()
         sizes = [_size(s) for s in args.cli.split(",")]

@@ -483,3 +483,41 @@ def test_evaluate_reads_parts_and_writes_parts(
     assert_frame_equal(
         pl.read_parquet(tmp_path / "parts"), pl.read_parquet(tmp_path / "one.parquet")
     )
+
+
+@pytest.mark.parametrize("overlap", ["text", "offsets"])
+def test_a_large_store_is_scanned_for_each_partitions_keys(
+    tmp_path: Path,
+    cranfield: dict[str, pl.DataFrame],
+    monkeypatch: pytest.MonkeyPatch,
+    overlap: str,
+) -> None:
+    """A store over the in-memory limit is semi-joined per partition: the same blocks,
+    repeated keys still resolved by the first row."""
+    from ragframe.dataset import _postprocess
+
+    monkeypatch.setattr(_postprocess, "STORE_IN_MEMORY", 0)
+    results, chunks = cranfield["results_minilm"], cranfield["chunks"]
+    repeated = chunks.head(300).with_columns(pl.lit("a repeat, never used").alias(c.TEXT))
+    store = pl.concat([chunks, repeated])
+    config = ragframe.PostprocessConfig(top_k=8, max_blocks=4, overlap=overlap)
+    want = ragframe.postprocess(results, config, chunks=store).collect()
+    seen: list[int] = []
+    texts = _postprocess._texts
+
+    def counted(*args: object) -> object:
+        needed = texts(*args)  # type: ignore[arg-type]
+
+        def rows(part: pl.DataFrame) -> pl.DataFrame:
+            found = needed(part)
+            seen.append(found.height)
+            return found
+
+        return rows
+
+    monkeypatch.setattr(_postprocess, "_texts", counted)
+    path = _write(store, tmp_path / "chunks.parquet")
+    out = tmp_path / "o.parquet"
+    postprocess_dataset(results, out, config, chunks=path, rows_per_partition=2_000)
+    assert_frame_equal(pl.read_parquet(out), want)
+    assert len(seen) == 6 and max(seen) < store.height  # each partition got only its rows
