@@ -564,7 +564,9 @@ def test_candidate_tokens_are_lower_cased_as_java_does() -> None:
     docs = _candidate_frame(texts, ["istanbul", "kelvin", "wing", "οδοσ"])
     got = candidate_tokens(docs)
     content = dict(enumerate(texts))
-    expected = [java_lower(content[d][s:e]) for d, s, e in got.select("doc_id", "start", "end").rows()]
+    expected = [
+        java_lower(content[d][s:e]) for d, s, e in got.select("doc_id", "start", "end").rows()
+    ]
     assert got["__rf_token"].to_list() == expected
     assert {"istanbul", "kelvin", "wing", "οδοσ", "xix"} <= set(expected)
 

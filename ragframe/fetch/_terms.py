@@ -141,8 +141,7 @@ def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
     rows = np.unique(np.concatenate([[0], marks, [docs.height]])).tolist()
     content = docs[c.CONTENT]
     blocks = [
-        _block_candidates(content.slice(lo, hi - lo), lo, table, bits)
-        for lo, hi in pairwise(rows)
+        _block_candidates(content.slice(lo, hi - lo), lo, table, bits) for lo, hi in pairwise(rows)
     ]
     before = np.cumsum([0] + [b.start.size for b in blocks[:-1]])
     multi = np.concatenate([b.multi + at for b, at in zip(blocks, before, strict=True)])

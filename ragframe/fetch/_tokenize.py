@@ -324,7 +324,8 @@ def _underscore_runs(flags: Flags, underscores: Ints) -> Ints:
     if not alone.any():
         return underscores
     _mark(flags, lo[alone], hi[alone], False)
-    return underscores[~np.repeat(alone, np.diff(np.append(first, underscores.size)))]
+    kept: Ints = underscores[~np.repeat(alone, np.diff(np.append(first, underscores.size)))]
+    return kept
 
 
 def _word_runs(cls: Classes, doc: Ints) -> tuple[Ints, Ints, Ints]:
