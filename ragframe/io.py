@@ -34,14 +34,19 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
-import pyarrow as pa
 
-from ragframe import _atomic, _sinks, _sources, _textfiles
+from ragframe import _atomic, _sources, _textfiles
 from ragframe._atomic import TEMP_MARK, remove_temporaries, stale_temporaries
 from ragframe._sources import STDIO, Source, explain_read_error, read_error, table_format
 from ragframe.errors import RagframeError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ragframe import _sinks
 
 __all__ = [
     "STDIO",
@@ -152,6 +157,8 @@ def check_output(path: str | os.PathLike[str], *, table: bool = True) -> Path:
             files than Parquet parts, a parent is not a directory, or no file can be
             created there. The message names ``path`` and what was expected.
     """
+    from ragframe import _sinks  # pyarrow, loaded on writing (never for --help)
+
     shown = os.fspath(path)
     if shown == STDIO:
         return Path(STDIO)
@@ -185,6 +192,8 @@ def open_output(
         RagframeError: the output cannot be written (:func:`check_output`), or a
             write failed; the message names ``path``, never the temporary.
     """
+    from ragframe import _sinks  # pyarrow, loaded on writing (never for --help)
+
     target = check_output(path)
     shown = os.fspath(path)
     sink: _sinks.Sink
@@ -242,6 +251,8 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
         RagframeError: ``path`` cannot be written, or the write failed; the message
             names ``path``, never the temporary file.
     """
+    from ragframe import _sinks  # pyarrow, loaded on writing (never for --help)
+
     shown = os.fspath(path)
     target = check_output(path, table=False)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -265,6 +276,8 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
 
 
 def _write(df: pl.DataFrame, path: str, fmt: str) -> None:
+    from ragframe import _sinks  # pyarrow, loaded on writing (never for --help)
+
     if fmt == "parquet":
         df.write_parquet(path)
     elif fmt == "ipc":
