@@ -14,7 +14,8 @@ import pyarrow as pa
 from ragframe import io
 
 ROWS_PER_PARTITION = 2_000_000
-"""Candidate rows per partition: the engine needs about 100 MiB per million rows."""
+"""Candidate rows per partition, here and on Dask/Ray (:mod:`ragframe.distributed`): a
+partition is processed in one call, in memory (about 200 MiB per million rows)."""
 STORE_IN_MEMORY = 512 * 2**20
 """A chunk store up to this size (uncompressed) is read once and kept; a larger one is
 scanned by each partition for the rows it needs."""
