@@ -133,17 +133,18 @@ def test_the_cache_key_changes_with_any_kernel_file(tmp_path: Path) -> None:
 
 def test_the_cache_lives_in_a_per_user_folder_outside_the_package(tmp_path: Path) -> None:
     """A kernel compiled in a fresh process lands under RAGFRAME_CACHE_DIR/<key>, and
-    nothing is written into the package (an install or uninstall leaves nothing)."""
+    nothing is written into the package (an install or uninstall leaves nothing). (With
+    the second process switched off: it would compile ``_merge`` for nothing here.)"""
     assert _jit.LOCATOR_INSTALLED
-    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path)}
+    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path), _ahead.SWITCH: "0"}
     code = (
         "import numpy as np\n"
-        "from ragframe.postprocess._kernels import _jit, _order\n"
+        "from ragframe.postprocess._kernels import _ahead, _jit, _order\n"
         "starts = np.array([True, False, True]); keys = np.array([[2], [1], [0]])\n"
         "print(_order.ordered_in_segments(starts, keys).tolist())\n"
         "print(_jit.cache_folder())\n"
+        "import sys; print('numba.np.linalg' in sys.modules, len(_ahead._AHEAD))\n"
     )
-    code += "import sys; print('numba.np.linalg' in sys.modules)\n"
     before = set(PACKAGE.rglob("*.nbi"))
     run = [sys.executable, "-c", code]
     done = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
@@ -154,11 +155,11 @@ def test_the_cache_lives_in_a_per_user_folder_outside_the_package(tmp_path: Path
     assert set(PACKAGE.rglob("*.nbi")) == before
     # the user is told while it compiles, and only then: the second run loads it
     assert done.stderr.count("ragframe: compiling kernels, first run only") == 1
-    assert set_up == "True"  # compiling set numba up for compiling ...
+    assert set_up == "True 0"  # compiling set numba up for compiling (and no second process) ...
     again = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
     assert again.stdout.splitlines()[:2] == [order, folder]
     assert "compiling" not in again.stderr
-    assert again.stdout.splitlines()[2] == "False"  # ... loading did not need to
+    assert again.stdout.splitlines()[2] == "False 0"  # ... loading did not need to
 
 
 @pytest.mark.skipif(_ahead._threads() < 2, reason="one CPU: no second process")

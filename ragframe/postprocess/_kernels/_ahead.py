@@ -9,6 +9,7 @@ that compiles the kernels after it, the last first, into the same cache, and rep
 it loads it from the cache; started, it waits for it; not started, it compiles it
 itself and tells the other to skip it. The other process ends when this one does (it
 watches its stdin), and its failure only means this process compiles more itself.
+``RAGFRAME_COMPILE_AHEAD=0`` turns it off (one process compiles everything).
 
 Each kernel file registers a :func:`sample` that runs its kernel through its wrapper on
 a few rows: the wrapper gives the kernel its one signature (:mod:`._compile`), so the
@@ -27,6 +28,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import IO, TypeVar
 
+SWITCH = "RAGFRAME_COMPILE_AHEAD"
+"""Set to ``0``: no second process."""
 RUN_ORDER = {"_walk": "_walk", "_ordered_in_segments": "_order", "_merge": "_merge"}
 """The kernels one postprocess call runs, in the order it first calls them, and the
 kernel file of each."""
@@ -102,7 +105,7 @@ def missed(name: str, cached: Callable[[str], bool]) -> None:
     """Kernel ``name`` is not in the cache: compile the kernels after it that are not
     (``cached`` tells) in a second process, if none was started and a second CPU is
     there."""
-    if name not in RUN_ORDER or _SECOND or _threads() < 2:
+    if name not in RUN_ORDER or _SECOND or os.environ.get(SWITCH) == "0" or _threads() < 2:
         return
     later = list(RUN_ORDER)[list(RUN_ORDER).index(name) + 1 :]
     names = [k for k in reversed(later) if not cached(k)]
