@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -204,6 +205,58 @@ def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Pa
     )
     assert warm.returncode == 0 and "compiling" not in warm.stderr
     assert (tmp_path / "cold.parquet").read_bytes() == (tmp_path / "warm.parquet").read_bytes()
+
+
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if fields[1] == str(pid) and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+@pytest.mark.skipif(_ahead._threads() < 2, reason="one CPU: no second process")
+def test_the_second_process_ends_when_this_one_is_killed(tmp_path: Path) -> None:
+    """``kill -9`` of a first run leaves no compiling process behind: the second process
+    watches its stdin, which closes with its parent, and ends at once, mid-compile (it
+    is killed once it has loaded numba's compiler, seconds before it could finish)."""
+    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path / "cache")}
+    data = PACKAGE.parent / "data"
+    argv = ["postprocess", str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet")]
+    cli_run = [sys.executable, "-m", "ragframe.cli", *argv, "-o", str(tmp_path / "x.parquet")]
+    parent = subprocess.Popen(
+        cli_run, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (second := _children(parent.pid)) and time.monotonic() < deadline:
+            assert parent.poll() is None, "ended before starting a second process"
+            time.sleep(0.05)
+        assert second, "no second process"
+        maps = Path(f"/proc/{second[0]}/maps")
+        while _alive(second[0]) and "llvmlite" not in maps.read_text(errors="replace"):
+            time.sleep(0.05)  # compiling from here on
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 3
+    while any(map(_alive, second)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, second))
+    assert not (tmp_path / "x.parquet").exists()
 
 
 def test_the_compile_notice_states_what_a_first_run_takes() -> None:
