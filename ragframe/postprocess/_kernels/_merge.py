@@ -77,7 +77,7 @@ def _merge(
     b = -1  # the current block's first row
     block_begin = used  # the current block's first byte in out
     chars = 0  # the current block's length in code points
-    char_end = ZERO
+    char_end = 0.0  # float64, as the offsets: one signature of offsets_cut
     for r in range(lo, hi):
         prefetch_text(address, length, r + PREFETCH_AHEAD)
         data = text_at(address, length, r)
