@@ -168,7 +168,7 @@ def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Pa
     """From an empty cache, ``postprocess`` compiles its first kernel while a second
     process compiles the last (loaded from the cache here once it is done); the result
     is the same, the user is told once, and the second process has ended."""
-    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path / "cache")}
+    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path / "cache"), _ahead.SWITCH: "1"}
     data = PACKAGE.parent / "data"
     argv = [str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet")]
     code = (
@@ -233,7 +233,7 @@ def test_the_second_process_ends_when_this_one_is_killed(tmp_path: Path) -> None
     """``kill -9`` of a first run leaves no compiling process behind: the second process
     watches its stdin, which closes with its parent, and ends at once, mid-compile (it
     is killed once it has loaded numba's compiler, seconds before it could finish)."""
-    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path / "cache")}
+    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path / "cache"), _ahead.SWITCH: "1"}
     data = PACKAGE.parent / "data"
     argv = ["postprocess", str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet")]
     cli_run = [sys.executable, "-m", "ragframe.cli", *argv, "-o", str(tmp_path / "x.parquet")]
