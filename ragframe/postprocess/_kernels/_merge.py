@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from ragframe._arrow import string_addresses
@@ -49,15 +50,17 @@ def _merge(
     max_gap: int,
     cap: int,
     by_offsets: bool,
-    start_char: I64,
-    end_char: I64,
+    start_char: F64,
+    end_char: F64,
     part: tuple[int, int, int],
     out: U8,
     blocks: MergeBlocks,
 ) -> int:
     """Rules 6-8 for the groups of rows ``part[0]:part[1]``: rows in merge order,
-    ``group_start`` marking each group's first row, ``rerank`` NaN where null. Writes
-    block texts into ``out`` from byte ``part[2]`` on and returns the byte after them.
+    ``group_start`` marking each group's first row, ``rerank`` and the offsets NaN
+    where null (offsets as floats: exact below 2**53, and one signature whether or not
+    a chunk lacks them). Writes block texts into ``out`` from byte ``part[2]`` on and
+    returns the byte after them.
 
     Sets in ``blocks``, per row: whether it starts a block, and on each block's first
     row its text's first byte in ``out`` and its length in bytes, its length in code
@@ -74,7 +77,7 @@ def _merge(
     b = -1  # the current block's first row
     block_begin = used  # the current block's first byte in out
     chars = 0  # the current block's length in code points
-    char_end = ZERO
+    char_end = 0.0  # float64, as the offsets: one signature of offsets_cut
     for r in range(lo, hi):
         prefetch_text(address, length, r + PREFETCH_AHEAD)
         data = text_at(address, length, r)
@@ -167,8 +170,8 @@ def merge(
     rerank: F64,
     max_gap: int,
     cap: int,
-    start_char: I64 | None = None,
-    end_char: I64 | None = None,
+    start_char: npt.NDArray[np.int64 | np.float64] | None = None,
+    end_char: npt.NDArray[np.int64 | np.float64] | None = None,
 ) -> MergeResult:
     """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given.
     ``texts`` in any row order, ``order`` their rows in merge order; the other arrays
@@ -191,8 +194,8 @@ def merge(
         frozen(rerank, np.float64),
     )
     offsets = (
-        frozen(start_char if start_char is not None else zeros, np.int64),
-        frozen(end_char if end_char is not None else zeros, np.int64),
+        frozen(start_char if start_char is not None else zeros, np.float64),
+        frozen(end_char if end_char is not None else zeros, np.float64),
     )
     # a block's text is at most its chunks' bytes and a newline per chunk
     room = np.zeros(n + 1, dtype=np.int64)
