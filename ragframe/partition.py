@@ -34,19 +34,23 @@ joined by key by the engine).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
 from ragframe.errors import ConfigError
-from ragframe.evaluate import evaluate
-from ragframe.evaluate._qrels import judgements
-from ragframe.evaluate._sweep import Grid, configurations, sweep_rows
 from ragframe.fetch import FetchConfig, fetch
-from ragframe.postprocess import PostprocessConfig, postprocess
 from ragframe.schema import Frame, to_lazy
+
+if TYPE_CHECKING:
+    from ragframe.evaluate._sweep import Grid
+    from ragframe.postprocess import PostprocessConfig
+
+# postprocess and evaluate are imported in the functions that run them: a process that
+# only fetches (a ``ragframe fetch`` run, a fetch worker) never loads the postprocess
+# kernels (numba).
 
 TextSource: TypeAlias = Frame | Callable[[pl.DataFrame], Frame]
 """Where a partition's text comes from: a frame, or ``rows -> the store rows they need``."""
@@ -110,6 +114,8 @@ def postprocess_part(
         ['a', 'b']
     """
     rows = _rows(candidates)
+    from ragframe.postprocess import postprocess
+
     return postprocess(rows, config, chunks=_text(chunks, rows)).collect().to_arrow()
 
 
@@ -175,6 +181,8 @@ def evaluate_part(
         >>> evaluate_part(qrels, candidates=run, k=1).column("query_id").to_pylist()
         [1]
     """
+    from ragframe.evaluate import evaluate
+
     cands, blks = (_rows(f) if f is not None else None for f in (candidates, blocks))
     given = [g for g in (cands, blks) if g is not None]
     if not given:
@@ -207,6 +215,9 @@ def sweep_part(
         [(0, 1, 1.0), (1, 1, 1.0)]
     """
     rows = _rows(candidates)
+    from ragframe.evaluate._qrels import judgements
+    from ragframe.evaluate._sweep import configurations, sweep_rows
+
     configs, varied = configurations(grid)
     text = _text(chunks, rows)
     out = sweep_rows(rows, configs, varied, judgements(qrels), chunks=text)

@@ -26,17 +26,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragframe._validate import as_config
-from ragframe.dataset import _chunk, _fetch, _postprocess
 from ragframe.dataset._inputs import open_input
-from ragframe.dataset._postprocess import ROWS_PER_PARTITION, STORE_IN_MEMORY
-from ragframe.dataset._run import CHUNK_TEXT, FETCH_TEXT, RunSummary
+from ragframe.dataset._run import (
+    CHUNK_TEXT,
+    FETCH_TEXT,
+    ROWS_PER_PARTITION,
+    STORE_IN_MEMORY,
+    RunSummary,
+)
 from ragframe.errors import ConfigError
-from ragframe.fetch import FetchConfig
-from ragframe.postprocess import PostprocessConfig
-from ragframe.window import WindowConfig
+
+if TYPE_CHECKING:
+    from ragframe.fetch import FetchConfig
+    from ragframe.postprocess import PostprocessConfig
+    from ragframe.window import WindowConfig
+
+# Each entry imports its stage and runner when called, not here: a command loads only
+# its own stage (``ragframe fetch`` and ``chunk`` never load postprocess or numba).
 
 __all__ = [
     "CHUNK_TEXT",
@@ -106,6 +115,9 @@ def postprocess_dataset(
         >>> summary.partitions, pl.read_parquet(out)["text"].to_list()
         (2, ['a', 'b', 'c'])
     """
+    from ragframe.dataset import _postprocess
+    from ragframe.postprocess import PostprocessConfig
+
     cfg = as_config(config, PostprocessConfig)
     given = open_input(candidates, "candidates")
     store = open_input(chunks, "chunks") if chunks is not None else None
@@ -175,6 +187,9 @@ def fetch_dataset(
         >>> pl.read_parquet(out)["strategy"].to_list()
         ['highlight', 'full']
     """
+    from ragframe.dataset import _fetch
+    from ragframe.fetch import FetchConfig
+
     cfg = as_config(config, FetchConfig)
     return _fetch.run(
         open_input(requests, "requests"),
@@ -231,6 +246,9 @@ def chunk_dataset(
         >>> run.partitions, pl.read_parquet(out)["text"].to_list()
         (2, ['abcd', 'cdef', 'efgh', 'ghij', 'xyz'])
     """
+    from ragframe.dataset import _chunk
+    from ragframe.window import WindowConfig
+
     cfg = as_config(config, WindowConfig)
     return _chunk.run(
         open_input(documents, "documents"),

@@ -17,16 +17,11 @@ from ragframe import schema as c
 from ragframe.dataset import _ranges
 from ragframe.dataset._inputs import Input, stored_bytes
 from ragframe.dataset._progress import Progress
-from ragframe.dataset._run import RunSummary, arrow_schema, spill_place
+from ragframe.dataset._run import STORE_IN_MEMORY, RunSummary, arrow_schema, spill_place
 from ragframe.errors import DataError
 from ragframe.partition import postprocess_part
 from ragframe.postprocess import PostprocessConfig, missing_text_counts, postprocess
 
-ROWS_PER_PARTITION = 2_000_000
-"""Candidate rows per partition: the engine needs about 100 MiB per million rows."""
-STORE_IN_MEMORY = 512 * 2**20
-"""A chunk store up to this size (uncompressed) is read once and kept; a larger one is
-scanned by each partition for the rows it needs."""
 _ENTITY, _INDEX = c.TMP + "entity", c.TMP + "index"
 
 Texts = Callable[[pl.DataFrame], pl.DataFrame]

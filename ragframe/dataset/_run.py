@@ -13,6 +13,11 @@ import pyarrow as pa
 
 from ragframe import io
 
+ROWS_PER_PARTITION = 2_000_000
+"""Candidate rows per partition: a partition needs about 200 MiB per million rows."""
+STORE_IN_MEMORY = 512 * 2**20
+"""A chunk store up to this size (uncompressed) is read once and kept; a larger one is
+scanned by each partition for the rows it needs."""
 FETCH_TEXT = 16 * 2**20
 """Documents' content per partition of fetch: a partition needs 10-20 times the text
 it highlights (100k pairs over 275 MB of documents peak at about 830 MiB)."""
