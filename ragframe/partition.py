@@ -41,16 +41,15 @@ import pyarrow as pa
 
 from ragframe import schema as c
 from ragframe.errors import ConfigError
-from ragframe.fetch import FetchConfig, fetch
 from ragframe.schema import Frame, to_lazy
 
 if TYPE_CHECKING:
     from ragframe.evaluate._sweep import Grid
+    from ragframe.fetch import FetchConfig
     from ragframe.postprocess import PostprocessConfig
 
-# postprocess and evaluate are imported in the functions that run them: a process that
-# only fetches (a ``ragframe fetch`` run, a fetch worker) never loads the postprocess
-# kernels (numba).
+# Each part function imports its own stage when called: a fetch run never loads
+# postprocess (and its compiled kernels) or evaluate.
 
 TextSource: TypeAlias = Frame | Callable[[pl.DataFrame], Frame]
 """Where a partition's text comes from: a frame, or ``rows -> the store rows they need``."""
@@ -159,6 +158,8 @@ def fetch_part(
     docs = _text(documents, rows)
     if docs is None:
         raise ConfigError("fetch_part needs documents (a frame or a callable), got None")
+    from ragframe.fetch import fetch
+
     return fetch(rows, docs, config, sizes=sizes).collect().to_arrow()
 
 
@@ -181,13 +182,13 @@ def evaluate_part(
         >>> evaluate_part(qrels, candidates=run, k=1).column("query_id").to_pylist()
         [1]
     """
-    from ragframe.evaluate import evaluate
-
     cands, blks = (_rows(f) if f is not None else None for f in (candidates, blocks))
     given = [g for g in (cands, blks) if g is not None]
     if not given:
         raise ConfigError("evaluate_part needs candidates or blocks; got neither")
     queries = pl.concat([g.select(c.QUERY_ID) for g in given], how="vertical_relaxed").unique()
+    from ragframe.evaluate import evaluate
+
     out = evaluate(qrels, candidates=cands, blocks=blks, k=k, **options)
     out = out.join(queries.lazy(), on=c.QUERY_ID, how="semi", maintain_order="left")
     return out.collect().to_arrow()
