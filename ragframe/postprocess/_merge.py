@@ -171,7 +171,10 @@ def _merge_kernel(
         def merged(name: str) -> npt.NDArray[Any]:  # nulls read as NaN
             return parts[name].to_numpy()[order]
 
-        offs = (merged(c.START_CHAR), merged(c.END_CHAR)) if by_offsets else (None, None)
+        def offset(name: str) -> npt.NDArray[Any]:  # a missing chunk's null: the Int64 floor
+            return parts[name].cast(pl.Int64).fill_null(np.iinfo(np.int64).min).to_numpy()[order]
+
+        offs = (offset(c.START_CHAR), offset(c.END_CHAR)) if by_offsets else (None, None)
         m = merge(
             parts[c.TEXT],
             order,
