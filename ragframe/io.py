@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ragframe import _atomic, _sources, _textfiles
+from ragframe import _atomic, _sources, _targets, _textfiles
 from ragframe._atomic import TEMP_MARK, remove_temporaries, stale_temporaries
 from ragframe._sources import STDIO, Source, explain_read_error, read_error, table_format
 from ragframe.errors import RagframeError
@@ -46,7 +46,7 @@ from ragframe.errors import RagframeError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ragframe import _sinks
+    from ragframe._sinks import Sink
 
 __all__ = [
     "STDIO",
@@ -157,16 +157,14 @@ def check_output(path: str | os.PathLike[str], *, table: bool = True) -> Path:
             files than Parquet parts, a parent is not a directory, or no file can be
             created there. The message names ``path`` and what was expected.
     """
-    from ragframe import _sinks  # pyarrow, loaded on writing (never for --help)
-
     shown = os.fspath(path)
     if shown == STDIO:
         return Path(STDIO)
     target = Path(os.path.realpath(path))
     if is_directory(path):
-        _sinks.check_directory(target, shown)
+        _targets.check_directory(target, shown)
     else:
-        _sinks.check_file(target, shown, table)
+        _targets.check_file(target, shown, table)
     folder = _atomic.first_existing(target.parent)
     if not folder.is_dir():
         raise RagframeError(f"cannot write {shown}: {folder} is not a directory")
@@ -181,7 +179,7 @@ def open_output(
     *,
     fmt: str | None = None,
     pieces: int | None = None,
-) -> Iterator[_sinks.Sink]:
+) -> Iterator[Sink]:
     """An output written piece by piece (``sink.write(frame_or_arrow_table)``), each
     piece cast to ``schema``; committed (renamed into place) when the block ends
     without an error, removed otherwise. ``fmt``: the format of ``-``; ``pieces``: how
@@ -192,11 +190,11 @@ def open_output(
         RagframeError: the output cannot be written (:func:`check_output`), or a
             write failed; the message names ``path``, never the temporary.
     """
-    from ragframe import _sinks  # pyarrow, loaded on writing (never for --help)
+    from ragframe import _sinks  # Arrow's writers: loaded by the runs that write pieces
 
     target = check_output(path)
     shown = os.fspath(path)
-    sink: _sinks.Sink
+    sink: Sink
     if shown == STDIO:
         sink = _sinks.StdoutSink(fmt or STDOUT_FORMAT, schema)
     elif is_directory(path):
@@ -251,8 +249,6 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
         RagframeError: ``path`` cannot be written, or the write failed; the message
             names ``path``, never the temporary file.
     """
-    from ragframe import _sinks  # pyarrow, loaded on writing (never for --help)
-
     shown = os.fspath(path)
     target = check_output(path, table=False)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -269,20 +265,18 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
         _atomic.WRITING.discard(tmp)
     except (pl.exceptions.PolarsError, OSError) as exc:
         _atomic.remove(tmp)
-        raise _sinks.failure(shown, exc, tmp) from exc
+        raise _targets.failure(shown, exc, tmp) from exc
     except BaseException:  # interrupted: no temporary is left behind
         _atomic.remove(tmp)
         raise
 
 
 def _write(df: pl.DataFrame, path: str, fmt: str) -> None:
-    from ragframe import _sinks  # pyarrow, loaded on writing (never for --help)
-
     if fmt == "parquet":
         df.write_parquet(path)
     elif fmt == "ipc":
         df.write_ipc(path)
     elif fmt == "csv":
-        _sinks.flat(df).write_csv(path)
+        _targets.flat(df).write_csv(path)
     else:
         df.write_ndjson(path)

@@ -29,7 +29,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ragframe._validate import as_config
-from ragframe.dataset._inputs import open_input
 from ragframe.dataset._run import (
     CHUNK_TEXT,
     FETCH_TEXT,
@@ -44,8 +43,8 @@ if TYPE_CHECKING:
     from ragframe.postprocess import PostprocessConfig
     from ragframe.window import WindowConfig
 
-# Each entry imports its own stage when called, so that the CLI's commands load only
-# theirs ("ragframe fetch" never loads postprocess or its kernels).
+# Each entry imports its stage and runner when called, not here: a command loads only
+# its own stage (``ragframe fetch`` and ``chunk`` never load postprocess or numba).
 
 __all__ = [
     "CHUNK_TEXT",
@@ -116,6 +115,7 @@ def postprocess_dataset(
         (2, ['a', 'b', 'c'])
     """
     from ragframe.dataset import _postprocess
+    from ragframe.dataset._inputs import open_input
     from ragframe.postprocess import PostprocessConfig
 
     cfg = as_config(config, PostprocessConfig)
@@ -188,6 +188,7 @@ def fetch_dataset(
         ['highlight', 'full']
     """
     from ragframe.dataset import _fetch
+    from ragframe.dataset._inputs import open_input
     from ragframe.fetch import FetchConfig
 
     cfg = as_config(config, FetchConfig)
@@ -247,6 +248,7 @@ def chunk_dataset(
         (2, ['abcd', 'cdef', 'efgh', 'ghij', 'xyz'])
     """
     from ragframe.dataset import _chunk
+    from ragframe.dataset._inputs import open_input
     from ragframe.window import WindowConfig
 
     cfg = as_config(config, WindowConfig)

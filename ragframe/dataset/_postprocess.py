@@ -17,12 +17,7 @@ from ragframe import schema as c
 from ragframe.dataset import _ranges
 from ragframe.dataset._inputs import Input, stored_bytes
 from ragframe.dataset._progress import Progress
-from ragframe.dataset._run import (
-    STORE_IN_MEMORY,
-    RunSummary,
-    arrow_schema,
-    spill_place,
-)
+from ragframe.dataset._run import STORE_IN_MEMORY, RunSummary, arrow_schema, spill_place
 from ragframe.errors import DataError
 from ragframe.partition import postprocess_part
 from ragframe.postprocess import PostprocessConfig, missing_text_counts, postprocess

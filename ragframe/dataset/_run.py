@@ -7,11 +7,14 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
-import pyarrow as pa
 
 from ragframe import io
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ROWS_PER_PARTITION = 2_000_000
 """Candidate rows per partition, here and on Dask/Ray (:mod:`ragframe.distributed`): a
