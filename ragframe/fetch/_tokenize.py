@@ -450,16 +450,18 @@ def char_bytes(char: Ints, cont_at: Ints) -> Ints:
     return char + np.searchsorted(before, char, side="right")
 
 
-def _split_long(starts: Ints, ends: Ints, cont_at: Ints) -> tuple[Ints, Ints]:
-    """Tokens longer than :data:`MAX_TOKEN` characters cut every :data:`MAX_TOKEN`."""
-    maybe = np.flatnonzero(ends - starts > MAX_TOKEN)
+def _split_long(starts: Ints, ends: Ints, cont_at: Ints) -> tuple[Ints, Ints, Ints]:
+    """Tokens longer than :data:`MAX_TOKEN` characters cut every :data:`MAX_TOKEN`;
+    their starts, ends and byte lengths."""
+    lengths = ends - starts
+    maybe = np.flatnonzero(lengths > MAX_TOKEN)
     if not maybe.size:
-        return starts, ends
+        return starts, ends, lengths
     first, last = chars(starts[maybe], cont_at), chars(ends[maybe], cont_at)
     long = last - first > MAX_TOKEN
     maybe, first, last = maybe[long], first[long], last[long]
     if not maybe.size:
-        return starts, ends
+        return starts, ends, lengths
     pieces = (last - first + MAX_TOKEN - 1) // MAX_TOKEN
     owner = np.repeat(np.arange(maybe.size), pieces)
     rank = np.arange(owner.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
@@ -470,13 +472,21 @@ def _split_long(starts: Ints, ends: Ints, cont_at: Ints) -> tuple[Ints, Ints]:
     new_starts = np.concatenate([starts[keep], char_bytes(piece_start, cont_at)])
     new_ends = np.concatenate([ends[keep], char_bytes(piece_end, cont_at)])
     order = np.argsort(new_starts, kind="stable")
-    return new_starts[order], new_ends[order]
+    starts, ends = new_starts[order], new_ends[order]
+    return starts, ends, ends - starts
+
+
+def token_spans(buf: Buffer) -> tuple[Ints, Ints, Ints]:
+    """Byte start, end (exclusive) and length of every token of every row of ``buf``,
+    in order (the lengths, computed for the split of long tokens, are the hash's)."""
+    starts, ends = _segments(buf)
+    return _split_long(starts, ends, buf.cont_at)
 
 
 def token_bytes(buf: Buffer) -> tuple[Ints, Ints]:
     """Byte start and end (exclusive) of every token of every row of ``buf``, in order."""
-    starts, ends = _segments(buf)
-    return _split_long(starts, ends, buf.cont_at)
+    starts, ends, _ = token_spans(buf)
+    return starts, ends
 
 
 def _runs(starts: Ints, ends: Ints, doc_bytes: Ints) -> tuple[Ints, Ints, Flags]:
