@@ -30,7 +30,8 @@ import polars as pl
 from ragframe import schema as c
 from ragframe._arrow import content_buffer, strings
 from ragframe.fetch._analysis import java_lower_tokens
-from ragframe.fetch._tokenize import Ints, chars, token_spans
+from ragframe.fetch._classes import Ints, chars
+from ragframe.fetch._tokenize import token_spans
 
 _U64 = npt.NDArray[np.uint64]
 _FOLD = np.uint64(0x2020202020202020)
