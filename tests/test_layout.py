@@ -163,6 +163,28 @@ def test_the_cache_lives_in_a_per_user_folder_outside_the_package(tmp_path: Path
     assert again.stdout.splitlines()[2] == "False 0"  # ... loading did not need to
 
 
+def test_evaluates_kernels_are_cached_in_the_per_user_folder_too(tmp_path: Path) -> None:
+    """The evaluate ranking kernels (numba's ``cache=True``, outside the kernel folder)
+    land under RAGFRAME_CACHE_DIR in a folder keyed on their own file, never beside it:
+    in an installed package that would be ``site-packages``, left behind by pip."""
+    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path)}
+    code = (
+        "import numpy as np\n"
+        "from ragframe.evaluate import _ranking\n"
+        "starts = np.array([0, 3]); key = np.array([5, 7, 5]); score = np.array([.1, .9, .4])\n"
+        "print([a.tolist() for a in _ranking.rank_documents(starts, key, score)])\n"
+    )
+    before = set(PACKAGE.rglob("*.nb[ic]"))
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.startswith("[[")
+    folders = [p.name for p in tmp_path.iterdir()]
+    assert len(folders) == 1 and "-ranking-" in folders[0], folders
+    assert any((tmp_path / folders[0]).glob("_ranking.rank_documents-*.nbi"))
+    assert set(PACKAGE.rglob("*.nb[ic]")) == before
+
+
 @pytest.mark.skipif(_ahead._threads() < 2, reason="one CPU: no second process")
 def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Path) -> None:
     """From an empty cache, ``postprocess`` compiles its first kernel while a second

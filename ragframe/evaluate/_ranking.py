@@ -28,6 +28,8 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 
+from ragframe.postprocess._kernels._jit import keep_in_user_cache
+
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 U64 = npt.NDArray[np.uint64]
@@ -39,9 +41,11 @@ COUNT_UP_TO = 32
 """A query with at most this many relevant documents found has their ranks counted
 (one pass over its documents each); one with more sorts its documents once."""
 
+keep_in_user_cache(__file__)  # not beside this file: never in site-packages
 kernel = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-"""A kernel Python calls: compiled to machine code, cached on disk with the code of the
-helpers it calls (all in this file, which imports nothing it calls), releasing the GIL."""
+"""A kernel Python calls: compiled to machine code, cached on disk (in ragframe's
+per-user folder, keyed on this file) with the code of the helpers it calls (all in this
+file, which imports nothing it calls), releasing the GIL."""
 if TYPE_CHECKING:  # numba's stubs lack the options below
     helper = kernel
 else:

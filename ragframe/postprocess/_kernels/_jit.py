@@ -75,27 +75,44 @@ def cache_root() -> Path:
     return Path(base) / "ragframe"
 
 
-def sources_hash(folder: Path) -> str:
-    """A hash of the names and contents of the ``.py`` files in ``folder``."""
+def sources_hash(source: Path) -> str:
+    """A hash of the names and contents of the ``.py`` files in ``source`` (a folder),
+    or of the file ``source``."""
     digest = hashlib.sha256()
-    for path in sorted(folder.glob("*.py")):
+    for path in sorted(source.glob("*.py")) if source.is_dir() else [source]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
+OWN_FILES: set[Path] = set()
+"""Kernel files outside this folder whose kernels are kept in the per-user folder too,
+each keyed on its own source alone: files whose kernels call only their own code
+(:func:`keep_in_user_cache`)."""
+
+
+def keep_in_user_cache(py_file: str) -> None:
+    """Keep the kernels ``py_file`` defines from here on (``cache=True``) in the
+    per-user folder, keyed on that file's source, rather than beside the file: in an
+    installed package numba's own cache would write into ``site-packages``, where an
+    uninstall leaves the files (and a folder that shadows a later install) behind."""
+    OWN_FILES.add(Path(py_file).resolve())
+
+
 @cache
-def cache_key() -> str:
-    """The cache subfolder for this code: ragframe's and numba's versions, the sources."""
+def cache_key(source: Path = KERNELS) -> str:
+    """The cache subfolder for the kernels of ``source`` (this folder, or one of
+    :data:`OWN_FILES`): ragframe's and numba's versions, a hash of the sources."""
     try:
         version = metadata.version("ragframe")
     except metadata.PackageNotFoundError:  # run from a source tree, not installed
         version = "source"
-    return f"{version}-numba{nb.__version__}-{sources_hash(KERNELS)}"
+    mark = "" if source == KERNELS else f"{source.stem.strip('_')}-"
+    return f"{version}-numba{nb.__version__}-{mark}{sources_hash(source)}"
 
 
-def cache_folder() -> Path:
-    """Where this code's compiled kernels are kept."""
-    return cache_root() / cache_key()
+def cache_folder(source: Path = KERNELS) -> Path:
+    """Where the compiled kernels of ``source`` (see :func:`cache_key`) are kept."""
+    return cache_root() / cache_key(source)
 
 
 class KernelCache(caching.FunctionCache):
@@ -129,7 +146,8 @@ def _cache_for(function: Callable[..., Any]) -> Any:
 
 
 def _install_locator() -> bool:
-    """Make numba keep the kernels of this folder in :func:`cache_folder`."""
+    """Make numba keep the kernels of this folder (and of :data:`OWN_FILES`) in
+    :func:`cache_folder`."""
     impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
     base = getattr(caching, "_CacheLocator", None)
     if impl is None or base is None or not hasattr(impl, "_locator_classes"):
@@ -138,24 +156,27 @@ def _install_locator() -> bool:
     class KernelCacheLocator(base):  # type: ignore[misc,valid-type]
         """numba cache locator for ragframe's kernels (see the module docstring)."""
 
-        def __init__(self, py_func: Any, py_file: str) -> None:
+        def __init__(self, py_func: Any, py_file: str, source: Path) -> None:
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
+            self._source = source
 
         def get_cache_path(self) -> str:
-            return str(cache_folder())
+            return str(cache_folder(self._source))
 
         def get_source_stamp(self) -> str:
-            return cache_key()
+            return cache_key(self._source)
 
         def get_disambiguator(self) -> str:
             return str(self._lineno)
 
         @classmethod
         def from_function(cls, py_func: Any, py_file: str) -> Any:
-            if Path(py_file).resolve().parent != KERNELS:
+            path = Path(py_file).resolve()
+            source = KERNELS if path.parent == KERNELS else path
+            if source != KERNELS and source not in OWN_FILES:
                 return None
-            self = cls(py_func, py_file)
+            self = cls(py_func, py_file, source)
             try:
                 self.ensure_cache_path()
             except OSError:  # not writable: numba's own locators
