@@ -22,7 +22,6 @@ from ragframe.postprocess._budget import JAVA_WHITESPACE
 from ragframe.postprocess._inputs import _first_rows, store_key
 from ragframe.postprocess._kernels import _contains, _order, _overlap, _text, _walk
 from ragframe.postprocess._kernels._overlap import MIN_OVERLAP
-from ragframe.postprocess._merge import _ascending
 from ragframe.reference._text import skip_units
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
@@ -113,7 +112,7 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
 
 @pytest.mark.parametrize("longest", [5, 40, 300])
 def test_scores_sort_within_each_segment_as_floats_do(longest: int) -> None:
-    """Rule 9's order inside the merge: scores as order-keeping integers (-0.0 tying
+    """Rules 2 and 9's order: scores as integers in descending order (-0.0 tying
     with 0.0), sorted within each query by the compiled segment sort (short segments
     insertion-sorted, long ones merge-sorted); both must equal a stable sort by
     (segment, score)."""
@@ -122,8 +121,8 @@ def test_scores_sort_within_each_segment_as_floats_do(longest: int) -> None:
     segment = np.repeat(np.arange(len(sizes)), sizes)
     starts = np.r_[True, segment[1:] != segment[:-1]]
     key = rng.choice([-1.0, -0.5, -0.0, 0.0, 0.25, 1e300, -1e-300], size=len(segment))
-    got = _order.ordered_in_segments(starts, _ascending(key)[:, None])
-    assert got.tolist() == np.lexsort((key, segment)).tolist()
+    got = _order.ordered_in_segments(starts, _order.descending_key(key)[:, None])
+    assert got.tolist() == np.lexsort((-key, segment)).tolist()  # descending, stable
 
 
 @pytest.mark.parametrize("longest", [5, 40, 300])

@@ -8,7 +8,9 @@ Input columns, aliases, chunk store   :mod:`._inputs` (schema checks, ``doc_id``
                                       store join and dedupe)
 Missing text                          :mod:`._missing` (anti-join; error, empty, drop)
 Parameters                            :mod:`._config` (:class:`PostprocessConfig`)
-1. ranking score, 2. order            :mod:`._select` (``_ranked``)
+1. ranking score, 2. order            :mod:`._rank` (no sort of the table; none at all
+                                      for presorted input), in-query sort
+                                      :mod:`._kernels._order`
 3. distinct top-K                     :mod:`._select` (reach, text join, two passes);
                                       kernel :mod:`._kernels._walk`, containment
                                       :mod:`._kernels._contains`
@@ -21,7 +23,9 @@ Parameters                            :mod:`._config` (:class:`PostprocessConfig
                                       :mod:`._kernels._text`)
 8. block fields                       :mod:`._kernels._merge` and :mod:`._merge`
 9. order blocks                       :mod:`._merge` (``_rule9_order``)
-10. budget, truncation                :mod:`._budget`
+10. budget, truncation                :mod:`._budget` (decided inside the merge's
+                                      wrapper, before any text is written; the cut
+                                      :mod:`._kernels._merge`)
 ====================================  ===================================================
 
 Compiled kernels and their cache: :mod:`._kernels` (see its docstring).
@@ -108,9 +112,8 @@ def postprocess(
     config = as_config(config, PostprocessConfig)
     prepared = _stages.prepare(candidates, chunks, config)  # inputs, text source
     kept = _stages.select(prepared, config)  # rules 1-4
-    blocks = _stages.merge(prepared, kept, config)  # rules 5-9
-    budgeted = _stages.budget(blocks, config, prepared.passthrough)  # rule 10
-    return _stages.finish(prepared, budgeted)  # missing text: an error by default
+    blocks = _stages.merge(prepared, kept, config, budgeted=True)  # rules 5-10
+    return _stages.finish(prepared, blocks)  # missing text: an error by default
 
 
 def missing_text_counts(candidates: Frame, chunks: Frame | None) -> pl.LazyFrame:

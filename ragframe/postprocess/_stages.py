@@ -7,6 +7,8 @@ step            SPEC 1                                           parameters read
 :func:`prepare`  input columns, text source, missing text        :data:`PREPARE_FIELDS`
 :func:`select`   rules 1-4 (ranking, distinct top-K, threshold)  :data:`SELECT_FIELDS`
 :func:`merge`    rules 5-9 (sort, group, merge, order blocks)    :data:`MERGE_FIELDS`
+                 (and 10 with ``budgeted``: no text is written   (and the budget's two)
+                 for the blocks it drops)
 :func:`budget`   rule 10 (block and character budgets)           the budget's two
 :func:`finish`   missing text's default: an error when collected  none
 ==============  ==============================================  ==========================
@@ -88,11 +90,15 @@ def select(prepared: Prepared, config: PostprocessConfig) -> pl.LazyFrame:
     )
 
 
-def merge(prepared: Prepared, kept: pl.LazyFrame, config: PostprocessConfig) -> pl.LazyFrame:
-    """Rules 5-9: one row per block, each query's blocks in rule 9's order."""
+def merge(
+    prepared: Prepared, kept: pl.LazyFrame, config: PostprocessConfig, *, budgeted: bool = False
+) -> pl.LazyFrame:
+    """Rules 5-9: one row per block, each query's blocks in rule 9's order; with
+    ``budgeted``, rule 10 too (the output's columns; only the blocks it keeps)."""
     cap = config.max_merged_block_characters
     gap, overlap = config.max_chunk_gap, config.overlap
-    return _merge.blocks(kept, gap, cap, overlap, prepared.passthrough, prepared.typed)
+    limits = (config.max_blocks, config.max_characters) if budgeted else None
+    return _merge.blocks(kept, gap, cap, overlap, prepared.passthrough, prepared.typed, limits)
 
 
 def finish(prepared: Prepared, blocks: pl.LazyFrame) -> pl.LazyFrame:
