@@ -5,8 +5,10 @@ Where each rule of SPEC section 1 lives:
 
 ====================================  ===================================================
 Input columns, aliases, chunk store   :mod:`._inputs` (schema checks, ``doc_id`` alias,
-                                      store join and dedupe)
-Missing text                          :mod:`._missing` (anti-join; error, empty, drop)
+                                      store key and dedupe); each candidate's text,
+                                      read in place, no join: :mod:`._texts`
+Missing text                          :mod:`._missing` (error, empty, drop), found by
+                                      the store lookup of :mod:`._texts`
 Parameters                            :mod:`._config` (:class:`PostprocessConfig`)
 1. ranking score, 2. order            :mod:`._rank` (no sort of the table; none at all
                                       for presorted input), in-query sort
@@ -39,7 +41,7 @@ from typing import Any
 import polars as pl
 
 from ragframe._validate import as_config
-from ragframe.postprocess import _inputs, _missing, _stages
+from ragframe.postprocess import _inputs, _missing, _stages, _texts
 from ragframe.postprocess._config import MissingTextPolicy, OverlapMode, PostprocessConfig
 from ragframe.schema import Frame, to_lazy
 
@@ -132,5 +134,5 @@ def missing_text_counts(candidates: Frame, chunks: Frame | None) -> pl.LazyFrame
     if chunks is None:
         return pl.LazyFrame({"candidates": [0], "queries": [0]})
     lf, _ = _inputs.canonical(to_lazy(candidates, "candidates"), True, False)
-    store, key, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), lf.collect_schema(), False)
-    return _missing.counts(_missing.missing(lf, store, key, names))
+    store, _, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), lf.collect_schema(), False)
+    return _missing.counts(_missing.missing(_texts.with_store_rows(lf, store, names)))

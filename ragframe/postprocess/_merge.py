@@ -21,11 +21,12 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._arrow import consecutive_strings, string_addresses
+from ragframe._arrow import consecutive_strings
 from ragframe.postprocess._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._budget import TRUNCATE_WINDOW, within_budget
 from ragframe.postprocess._kernels._merge import MergeResult, Texts, merge, truncated, write_blocks
 from ragframe.postprocess._kernels._order import descending_key, ordered_in_segments
+from ragframe.postprocess._texts import row_texts, stacked
 
 _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
     c.END_CHUNK_INDEX: pl.Int64,
@@ -252,26 +253,26 @@ def _merge_kernel(
     first: dict[str, str],
     typed: bool,
     budget: tuple[int, int] | None,
+    in_source: bool,
 ) -> Callable[[pl.Series], pl.Series]:
     """Rules 5-9 over whole columns (see :func:`ragframe.postprocess._kernels._merge.merge`),
     and rule 10 with ``budget`` (``max_blocks``, ``max_characters``): rows in any order
-    (:func:`merge_order`). Numbers are gathered into merge order here; the kernel reads
-    each chunk's text in place through the order. Returns one row per block (each the
-    budget keeps), in rule 9's order (:func:`_rule9_order`): see :func:`_frame`. Only
-    the texts of the blocks returned are written."""
+    (:func:`merge_order`), their texts read in place (``in_source``: from the text
+    source after them, :func:`ragframe.postprocess._texts.row_texts`). Numbers are
+    gathered into merge order here; the kernel reads each chunk's text through the
+    order. Returns one row per block (each the budget keeps), in rule 9's order
+    (:func:`_rule9_order`): see :func:`_frame`. Only the texts of the blocks returned
+    are written."""
 
     def kernel(batch: pl.Series) -> pl.Series:
-        parts = batch.struct.unnest()
+        found = row_texts(batch.struct.unnest(), in_source, by_offsets)
+        parts = found.rows
         rows_in = merge_order(parts, typed)
         order = rows_in.order
-
-        def merged(name: str) -> npt.NDArray[Any]:  # nulls read as NaN
-            return parts[name].to_numpy()[order]
-
-        offs = (merged(c.START_CHAR), merged(c.END_CHAR)) if by_offsets else (None, None)
-        address, length, alive = string_addresses(parts[c.TEXT])
-        texts = (address[order], length[order])
-        sim, rerank = merged(c.T_SIM), merged(c.RERANK_SCORE)
+        offs = (found.offsets[0][order], found.offsets[1][order]) if found.offsets else (None, None)
+        texts = (found.address[order], found.length[order])
+        sim = parts[c.T_SIM].to_numpy()[order]
+        rerank = parts[c.RERANK_SCORE].to_numpy()[order]  # nulls read as NaN
         m = merge(*texts, rows_in.group_start, rows_in.chunk_index, sim, rerank, max_gap, cap, *offs)
         blocks = _ordered(rows_in, m, typed)
         limit = None
@@ -279,7 +280,7 @@ def _merge_kernel(
             limit = budget[1]
             blocks = _kept(blocks, within_budget(blocks.block_rank, blocks.running, *budget))
         written = _texts(texts, m, blocks, limit)
-        del alive  # the buffers ``address`` points into lived until here
+        del found  # the buffers the addresses point into lived until here
         return _frame(parts, rows_in, m, blocks, written, first).to_struct(batch.name)
 
     return kernel
@@ -287,6 +288,7 @@ def _merge_kernel(
 
 def blocks(
     kept: pl.LazyFrame,
+    texts: pl.LazyFrame | None,
     max_gap: int,
     cap: int,
     overlap: str = "text",
@@ -296,9 +298,11 @@ def blocks(
 ) -> pl.LazyFrame:
     """Rules 5-9: one row per block, queries ascending, each query's blocks in rule 9's
     order (ranking score, descending; ties by group, then block: :func:`_rule9_order`).
-    ``kept`` rows in any order; their ``c.T_RANK`` (a place in the whole ranking) orders them.
-    With ``budget`` (``max_blocks``, ``max_characters``), rule 10 too: only the blocks
-    it keeps, their texts cut where it cuts (nothing is written for the others).
+    ``kept`` rows in any order; their ``c.T_RANK`` (a place in the whole ranking) orders
+    them; their texts are ``texts``' rows ``c.T_ROW`` (the chunk store), or, without
+    ``texts``, their own ``text`` (and offsets). With ``budget`` (``max_blocks``,
+    ``max_characters``), rule 10 too: only the blocks it keeps, their texts cut where it
+    cuts (nothing is written for the others).
 
     The ``passthrough`` columns come from each block's first chunk; ``entity_type``
     and ``entity_id`` from its group's first chunk, as they were in the input (rule 8).
@@ -306,7 +310,7 @@ def blocks(
     (:func:`ragframe.postprocess._budget.budget`).
     """
     by_offsets = overlap == "offsets"
-    offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
+    side = [c.TEXT, *((c.START_CHAR, c.END_CHAR) if by_offsets else ())]
     first = {
         c.QUERY_ID: c.QUERY_ID,
         c.CHUNK_INDEX: c.START_CHUNK_INDEX,
@@ -325,10 +329,10 @@ def blocks(
         }
     )
     group = [c.T_TYPE, c.T_ENTITY, c.ENTITY_TYPE, c.ENTITY_ID]
-    columns = [c.TEXT, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *offsets, *group, *first]
+    columns = [c.T_ROW, *side, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *group, *first]
     inputs = pl.struct(*dict.fromkeys(columns))
-    kernel = inputs.map_batches(
-        _merge_kernel(max_gap, cap, by_offsets, first, typed, budget), return_dtype=dtype
-    )
-    out = kept.select(kernel.alias(c.T_KERNEL)).unnest(c.T_KERNEL)
+    kernel = _merge_kernel(max_gap, cap, by_offsets, first, typed, budget, texts is not None)
+    rows = kept if texts is None else stacked(kept, texts, [pl.col(name) for name in side])
+    out = rows.select(inputs.map_batches(kernel, return_dtype=dtype).alias(c.T_KERNEL))
+    out = out.unnest(c.T_KERNEL)
     return out if budget is None else out.select(*c.BLOCK_COLUMNS, *passthrough)

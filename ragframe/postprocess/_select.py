@@ -22,6 +22,7 @@ import polars as pl
 from ragframe import schema as c
 from ragframe.postprocess._kernels._walk import walk
 from ragframe.postprocess._rank import ranking
+from ragframe.postprocess._texts import row_texts, stacked
 
 FIRST_PASS = 1.5
 """The first walk takes each query's first ``FIRST_PASS * top_k`` candidates: room for
@@ -105,15 +106,18 @@ def _reachable(ranked: pl.LazyFrame, top_k: int, typed: bool) -> pl.LazyFrame:
     )
 
 
-def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
+def _walk_kernel(top_k: int, in_source: bool) -> Callable[[pl.Series], pl.Series]:
     """Rule 3 as a kernel over whole columns: per row, whether the walk selects it, and
     (on every row of its query) how many chunks the query selects and the best
-    similarity among them."""
+    similarity among them. ``in_source``: the batch is the rows, then the text
+    source's (:func:`ragframe.postprocess._texts.stacked`); those get no answer."""
 
     def kernel(batch: pl.Series) -> pl.Series:
-        parts = batch.struct.unnest()
+        found = row_texts(batch.struct.unnest(), in_source)
+        parts = found.rows
         selected, count, best = walk(
-            parts[c.TEXT],
+            found.address,
+            found.length,
             parts[c.T_RANK].to_numpy(),
             parts[c.T_START].to_numpy(),
             parts[c.T_SIM].to_numpy(),
@@ -122,16 +126,22 @@ def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
             parts[c.T_HASH].to_numpy().view(np.int64),
             top_k,
         )
+        del found  # the texts were read in place until here
         columns = {c.T_SELECTED: selected, c.T_COUNT: count, c.T_BEST: best}
-        return pl.DataFrame(columns).to_struct(batch.name)
+        rest = batch.len() - len(selected)
+        return pl.DataFrame(columns).extend(pl.DataFrame(columns).clear(rest)).to_struct(
+            batch.name
+        )
 
     return kernel
 
 
-def _walked(top_k: int, typed: bool) -> pl.Expr:
-    """Rule 3 over rows in any order (whole queries, each a prefix of its ranking):
-    struct of ``c.T_SELECTED``, ``c.T_COUNT``, ``c.T_BEST``."""
+def _walked(rows: pl.LazyFrame, texts: pl.LazyFrame | None, top_k: int, typed: bool) -> pl.LazyFrame:
+    """Rule 3 over rows in any order (whole queries, each a prefix of its ranking), their
+    texts read in place (from ``texts``, the chunk store, or their own ``text``): the
+    rows with ``c.T_WALK``, a struct of ``c.T_SELECTED``, ``c.T_COUNT``, ``c.T_BEST``."""
     inputs = pl.struct(
+        c.T_ROW,
         c.TEXT,
         c.T_RANK,
         c.T_START,
@@ -141,7 +151,11 @@ def _walked(top_k: int, typed: bool) -> pl.Expr:
         pl.struct(*entity_key(typed)).hash().alias(c.T_HASH),
     )
     dtype = pl.Struct({c.T_SELECTED: pl.Boolean, c.T_COUNT: pl.Int64, c.T_BEST: pl.Float64})
-    return inputs.map_batches(_walk_kernel(top_k), return_dtype=dtype)
+    walk_ = inputs.map_batches(_walk_kernel(top_k, texts is not None), return_dtype=dtype)
+    if texts is None:
+        return rows.with_columns(walk_.alias(c.T_WALK))
+    both = stacked(rows, texts, [pl.col(c.TEXT)])
+    return both.with_columns(walk_.alias(c.T_WALK)).filter(pl.col(c.T_ROW).is_not_null())
 
 
 def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.Expr:
@@ -162,26 +176,24 @@ def group_key(zero: int | str, typed: bool) -> list[pl.Expr]:
 
 def kept_chunks(
     slim: pl.LazyFrame,
-    texts: pl.LazyFrame,
-    on: tuple[list[pl.Expr], list[str]],
+    texts: pl.LazyFrame | None,
     zero: int | str,
     top_k: int,
     min_similarity: float,
     typed: bool = True,
     absent: Sequence[pl.Expr] = (),
 ) -> pl.LazyFrame:
-    """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns, in
-    any order: ``c.T_RANK``, each row's place in the whole ranking, orders them (queries
+    """Rules 1-4: the chunks each query keeps, with helper columns, in any order:
+    ``c.T_RANK``, each row's place in the whole ranking, orders them (queries
     ascending, each in ranking order).
 
-    ``slim`` holds the canonical candidates without text (with a ``c.T_ROW`` index when
-    the text is inline); ``texts`` holds ``text``, joined by ``on``: the key as
-    expressions over the candidates and as ``texts``' columns (``c.T_ROW``, or the chunk
-    store's key: :func:`ragframe.postprocess._inputs.store_key`). ``typed=False`` says every
-    ``entity_type`` is null (the input has none); ``absent`` adds the optional columns
-    ``slim`` lacks (null literals), after the reach.
+    ``slim`` holds the canonical candidates, each with ``c.T_ROW``, its text's row of
+    ``texts`` (the chunk store: :mod:`ragframe.postprocess._texts`), or, without
+    ``texts``, with its ``text``. ``typed=False`` says every ``entity_type`` is null
+    (the input has none); ``absent`` adds the optional columns ``slim`` lacks (null
+    literals), after the reach.
 
-    Text is joined only where the walk may need it, in two passes. The first walks
+    Texts are read only where the walk may need them, in two passes. The first walks
     each query's first :func:`first_pass_width` candidates (their ``c.T_POSITION``,
     found without sorting the table: :func:`_placed`): where it selects top_k of them,
     the walk stops there whatever follows, as it does unless repeats are common. The
@@ -194,13 +206,8 @@ def kept_chunks(
     # cached: the first pass and the queries walked again both read it
     ranked = _placed(_scored(slim), width, head=width).cache()
 
-    def with_text(rows: pl.LazyFrame) -> pl.LazyFrame:
-        # any row order (cheaper on the streaming engine): c.T_RANK orders the rows
-        joined = rows.join(texts, left_on=on[0], right_on=on[1], how="left")
-        extra = [name for name in on[1] if name not in rows.collect_schema()]  # a store key
-        return joined.drop(extra).with_columns(
-            pl.col(c.TEXT).fill_null(""), *group_key(zero, typed), *absent
-        )
+    def keyed(rows: pl.LazyFrame) -> pl.LazyFrame:
+        return rows.with_columns(*group_key(zero, typed), *absent)
 
     walked = pl.col(c.T_WALK).struct.field
     count, t = walked(c.T_COUNT), threshold_expr(walked(c.T_COUNT), top_k, min_similarity)
@@ -209,11 +216,9 @@ def kept_chunks(
         (pl.col(c.T_SIM) >= t) | (pl.col(c.T_START) & (walked(c.T_BEST) < t))
     )
     # cached: both the kept rows and the list of queries to walk again read it
-    head = (
-        with_text(_started(ranked.filter(pl.col(c.T_POSITION) < width)))
-        .with_columns(_walked(top_k, typed).alias(c.T_WALK))
-        .cache()
-    )
+    head = _walked(
+        keyed(_started(ranked.filter(pl.col(c.T_POSITION) < width))), texts, top_k, typed
+    ).cache()
     unfilled = pl.col(c.T_MORE) & (count < top_k)
     # each of those queries with its first row's rank in the whole ranking
     short = head.filter(pl.col(c.T_START) & unfilled).select(
@@ -228,7 +233,7 @@ def kept_chunks(
         (pl.col(c.T_BASE) + pl.col(c.T_POSITION)).alias(c.T_RANK)
     )
     reach = _reachable(_started(rest.sort(c.T_RANK)), top_k, typed)  # few rows
-    again = with_text(reach).with_columns(_walked(top_k, typed).alias(c.T_WALK))
+    again = _walked(keyed(reach), texts, top_k, typed)
     done = head.filter(keep & ~unfilled)
     drop = [c.T_WALK, c.T_MORE, c.T_POSITION]
     again = again.filter(keep).select(done.collect_schema().names())  # same column order

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.postprocess import _inputs, _merge, _missing, _select
+from ragframe.postprocess import _inputs, _merge, _missing, _select, _texts
 from ragframe.postprocess._budget import budget
 from ragframe.postprocess._config import PostprocessConfig
 from ragframe.schema import Frame, to_lazy
@@ -38,11 +38,10 @@ class Prepared:
     """The candidates as every later step reads them."""
 
     slim: pl.LazyFrame
-    """The canonical candidates without text (a row index when the text is inline)."""
-    texts: pl.LazyFrame
-    """Where the text is: the inline text by row, or the chunk store (cached)."""
-    on: tuple[list[pl.Expr], list[str]]
-    """The text join's key, over the candidates and as ``texts``' columns."""
+    """The canonical candidates, each with ``c.T_ROW``: the row of ``texts`` that holds
+    its text (-1: none); with inline text (``texts`` None), the text itself."""
+    texts: pl.LazyFrame | None
+    """The chunk store (cached), read in place through ``c.T_ROW``; None: inline text."""
     zero: int | str
     """What a null entity reads as in the group key."""
     typed: bool
@@ -63,30 +62,28 @@ def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) 
     lf, passthrough = _inputs.canonical(given, chunks is not None, offsets)
     schema = lf.collect_schema()
     missing = None
-    if chunks is None:
-        side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())]
-        texts = lf.select(c.T_ROW, *side).cache()  # both walk passes join it
-        on: tuple[list[pl.Expr], list[str]] = ([pl.col(c.T_ROW)], [c.T_ROW])
-    else:
-        store, key, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
-        texts, on = store.cache(), (key, names)  # cached: both walk passes join it
+    texts: pl.LazyFrame | None = None
+    side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())] if chunks is None else []
+    if chunks is not None:  # each candidate's row of the store, from one lookup
+        store, _, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
+        texts = store.cache()  # cached: the lookup, the walks and the merge read it
+        lf = _texts.with_store_rows(lf, texts, names).cache()  # slim and missing read it
         if config.missing_text == "drop":
-            lf = _missing.present(lf, texts, key, names)
+            lf = _missing.present(lf)
         elif config.missing_text == "error":
-            missing = _missing.missing(lf, texts, key, names)
+            missing = _missing.missing(lf)
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
     known = [name for name in _inputs.KNOWN if name in schema]
-    row = [c.T_ROW] if chunks is None else []  # the key of inline text
-    slim = lf.select(*row, *known, *passthrough)  # passthrough rides along
+    slim = lf.select(c.T_ROW, *known, *side, *passthrough)  # passthrough rides along
     absent = _inputs.absent(schema)
-    return Prepared(slim, texts, on, zero, typed, absent, passthrough, missing)
+    return Prepared(slim, texts, zero, typed, absent, passthrough, missing)
 
 
 def select(prepared: Prepared, config: PostprocessConfig) -> pl.LazyFrame:
     """Rules 1-4: the chunks each query keeps, with their text."""
     p = prepared
     return _select.kept_chunks(
-        p.slim, p.texts, p.on, p.zero, config.top_k, config.min_similarity, p.typed, p.absent
+        p.slim, p.texts, p.zero, config.top_k, config.min_similarity, p.typed, p.absent
     )
 
 
@@ -98,7 +95,9 @@ def merge(
     cap = config.max_merged_block_characters
     gap, overlap = config.max_chunk_gap, config.overlap
     limits = (config.max_blocks, config.max_characters) if budgeted else None
-    return _merge.blocks(kept, gap, cap, overlap, prepared.passthrough, prepared.typed, limits)
+    return _merge.blocks(
+        kept, prepared.texts, gap, cap, overlap, prepared.passthrough, prepared.typed, limits
+    )
 
 
 def finish(prepared: Prepared, blocks: pl.LazyFrame) -> pl.LazyFrame:

@@ -196,7 +196,8 @@ def _walk(
 
 
 def walk(
-    texts: pl.Series,
+    address: I64,
+    length: I64,
     rank: I64,
     start: Bools,
     sim: F64,
@@ -205,10 +206,11 @@ def walk(
     hashes: I64,
     top_k: int,
 ) -> tuple[Bools, I64, F64]:
-    """The distinct top-K walk (see :func:`_walk`) over columns in any row order:
-    ``rank`` orders the rows (ranking order, each query's rows together), ``start``
-    marks each query's first row, ``hashes`` hash (entity, type)."""
-    address, length, alive = string_addresses(texts)
+    """The distinct top-K walk (see :func:`_walk`) over columns in any row order, the
+    texts read in place (``address``, ``length``: :func:`ragframe._arrow.string_addresses`;
+    their buffers alive meanwhile): ``rank`` orders the rows (ranking order, each
+    query's rows together), ``start`` marks each query's first row, ``hashes`` hash
+    (entity, type)."""
     n = len(rank)
     order = np.arange(n, dtype=np.int64)
     if n > 1 and not bool((rank[1:] > rank[:-1]).all()):
@@ -233,7 +235,7 @@ def walk(
         )
 
     in_parts(run, starts, n)
-    del alive, more  # the buffers the addresses point into lived until here
+    del more  # the buffers the addresses point into lived until here
     return out[0], out[1], out[2]
 
 
