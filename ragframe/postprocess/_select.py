@@ -154,8 +154,9 @@ def _walked(rows: pl.LazyFrame, texts: pl.LazyFrame | None, top_k: int, typed: b
     walk_ = inputs.map_batches(_walk_kernel(top_k, texts is not None), return_dtype=dtype)
     if texts is None:
         return rows.with_columns(walk_.alias(c.T_WALK))
-    both = stacked(rows, texts, [pl.col(c.TEXT)])
-    return both.with_columns(walk_.alias(c.T_WALK)).filter(pl.col(c.T_ROW).is_not_null())
+    both = stacked(rows, texts, [pl.col(c.TEXT)]).with_columns(walk_.alias(c.T_WALK))
+    # cached before the filter: a consumer's filter pushed into it would walk again
+    return both.cache().filter(pl.col(c.T_ROW).is_not_null())
 
 
 def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.Expr:
@@ -218,7 +219,8 @@ def kept_chunks(
     # cached: both the kept rows and the list of queries to walk again read it
     head = _walked(
         keyed(_started(ranked.filter(pl.col(c.T_POSITION) < width))), texts, top_k, typed
-    ).cache()
+    )
+    head = head if texts is not None else head.cache()
     unfilled = pl.col(c.T_MORE) & (count < top_k)
     # each of those queries with its first row's rank in the whole ranking
     short = head.filter(pl.col(c.T_START) & unfilled).select(

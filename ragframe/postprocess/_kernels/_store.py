@@ -121,19 +121,74 @@ def _keys(entity: pl.Series, chunk: pl.Series) -> tuple[Keys, Bools, list[Any]]:
     return (entity.fill_null(0).cast(pl.Int64).to_numpy(), none, none, chunks), whole, []
 
 
+DENSE_SPAN = 4
+"""A store whose entities span at most this many times its rows (plus
+:data:`DENSE_SLACK`) is indexed by entity directly when laid out as chunkers write it."""
+DENSE_SLACK = 1024
+
+
+def _runs(store: Keys, stored: Bools) -> I64 | None:
+    """Per entity (offset from the least), its first row, first chunk index and row
+    count, when the store is laid out as a chunker writes it (integer entities in
+    ascending order, each one's chunk indexes consecutive from its first; no null),
+    and its entities span few numbers (:data:`DENSE_SPAN`); else None."""
+    entity, chunk = store[0], store[3]
+    n = len(entity)
+    if n == 0 or not len(entity) or not stored.all():
+        return None
+    low, high = int(entity[0]), int(entity[-1])
+    if high - low > DENSE_SPAN * n + DENSE_SLACK or bool(np.any(entity[1:] < entity[:-1])):
+        return None
+    same = entity[1:] == entity[:-1]
+    if bool(np.any(same & (chunk[1:] != chunk[:-1] + 1))):
+        return None
+    firsts = np.flatnonzero(np.r_[True, ~same])
+    runs = np.zeros((high - low + 1, 3), dtype=np.int64)
+    at = entity[firsts] - low
+    runs[at, 0], runs[at, 1] = firsts, chunk[firsts]
+    runs[at, 2] = np.diff(np.append(firsts, n))
+    return runs
+
+
+@compiled
+def _dense_probe(
+    runs: I64, low: int, candidates: Keys, wanted: Bools, part: tuple[int, int], found: I64
+) -> None:
+    """:func:`_probe` for a store laid out as :func:`_runs` describes: a candidate's row
+    is its entity's first row plus its chunk index's distance from the first one."""
+    entity, chunk = candidates[0], candidates[3]
+    for row in range(part[0], part[1]):
+        found[row] = -1
+        at = entity[row] - low
+        if wanted[row] and 0 <= at < len(runs):
+            k = chunk[row] - runs[at, 1]
+            if 0 <= k < runs[at, 2]:
+                found[row] = runs[at, 0] + k
+
+
 def store_rows(
     entity: pl.Series, chunk: pl.Series, store_entity: pl.Series, store_chunk: pl.Series
 ) -> I64:
     """For each (``entity``, ``chunk``) row, the first row of the store's
     (``store_entity``, ``store_chunk``) with the same key, else -1 (a null part matches
-    nothing). Entities are both integers or both strings."""
+    nothing). Entities are both integers or both strings. A store laid out as chunkers
+    write it (:func:`_runs`) is read by entity directly; any other through a hash
+    table of its keys."""
     candidates, wanted, alive = _keys(entity, chunk)
     store, stored, kept = _keys(store_entity, store_chunk)
-    table, _ = _table(store, stored, 1 << (2 * len(stored) + 1).bit_length())
+    runs = _runs(store, stored)
     found = np.empty(len(wanted), dtype=np.int64)
+    if runs is not None:
+        low = int(store[0][0])
 
-    def run(part: tuple[int, int]) -> None:
-        _probe(table, store, candidates, wanted, part, found)
+        def run(part: tuple[int, int]) -> None:
+            _dense_probe(runs, low, candidates, wanted, part, found)
+
+    else:
+        table, _ = _table(store, stored, 1 << (2 * len(stored) + 1).bit_length())
+
+        def run(part: tuple[int, int]) -> None:
+            _probe(table, store, candidates, wanted, part, found)
 
     in_parts(run, np.arange(len(wanted), dtype=np.int64), len(wanted))
     del alive, kept  # the buffers the addresses point into lived until here
