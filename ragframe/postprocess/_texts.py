@@ -56,11 +56,12 @@ def split(parts: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def _looked_up(batch: pl.Series) -> pl.Series:
+    """The stacked keys' lookup: the candidates' store rows (only theirs)."""
     rows, store = split(batch.struct.unnest())
     found = store_rows(
         rows[c.ENTITY_ID], rows[c.CHUNK_INDEX], store[c.ENTITY_ID], store[c.CHUNK_INDEX]
     )
-    return pl.Series(batch.name, np.append(found, np.full(store.height, -1)))
+    return pl.Series(batch.name, found)
 
 
 def with_store_rows(
@@ -68,13 +69,16 @@ def with_store_rows(
 ) -> pl.LazyFrame:
     """``candidates`` (with ``c.T_ROW``, ``entity_id`` and ``chunk_index``), in order,
     their ``c.T_ROW`` now the row of ``store`` (key columns ``names``) with their key,
-    or -1 (a null entity has none)."""
-    names_out = candidates.collect_schema().names()
+    or -1 (a null entity has none). Only the keys are stacked for the lookup; its
+    answer is put beside the candidates (cached: read twice)."""
+    given = candidates.cache()
+    keys = given.select(c.T_ROW, c.ENTITY_ID, c.CHUNK_INDEX)
     key = pl.struct(c.T_ROW, c.ENTITY_ID, c.CHUNK_INDEX)
-    found = key.map_batches(_looked_up, return_dtype=pl.Int64).alias(c.T_KEY)
-    looked = stacked(candidates, store, store_parts(names)).with_columns(found)
-    mine = looked.filter(pl.col(c.T_ROW).is_not_null())  # the candidates, in order
-    return mine.with_columns(pl.col(c.T_KEY).alias(c.T_ROW)).select(names_out)
+    found = stacked(keys, store, store_parts(names)).select(
+        key.map_batches(_looked_up, return_dtype=pl.Int64).alias(c.T_ROW)
+    )
+    order = candidates.collect_schema().names()
+    return pl.concat([given.drop(c.T_ROW), found], how="horizontal").select(order)
 
 
 class RowTexts(NamedTuple):
