@@ -188,10 +188,10 @@ def _floor(
                 mine = _bytes(address, length, s)
                 for j in range(n):
                     p = picked[j]
-                    if entity[p] == entity[r] and sim[p] >= sim[r] and text_row[j] >= 0:
-                        if _contains(_bytes(address, length, text_row[j]), mine):
-                            repeated = True
-                            break
+                    same = entity[p] == entity[r] and sim[p] >= sim[r] and text_row[j] >= 0
+                    if same and _contains(_bytes(address, length, text_row[j]), mine):
+                        repeated = True
+                        break
             if not repeated:
                 picked[n], text_row[n] = r, s
                 n += 1
@@ -212,8 +212,10 @@ def _floor(
             b = a
             while b > 0 and (
                 entity[picked[order[b - 1]]] > entity[picked[x]]
-                or entity[picked[order[b - 1]]] == entity[picked[x]]
-                and chunk[picked[order[b - 1]]] > chunk[picked[x]]
+                or (
+                    entity[picked[order[b - 1]]] == entity[picked[x]]
+                    and chunk[picked[order[b - 1]]] > chunk[picked[x]]
+                )
             ):
                 order[b] = order[b - 1]
                 b -= 1

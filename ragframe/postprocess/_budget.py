@@ -12,9 +12,8 @@ sweep that budgets one merge many ways.
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
-
 import numpy.typing as npt
+import polars as pl
 
 from ragframe import schema as c
 from ragframe.postprocess._config import PostprocessConfig
@@ -46,8 +45,9 @@ def within_budget(
     and the running length of its query's blocks up to it: the first ``max_blocks``
     while the total stays within ``max_characters``; a query's first block always
     (truncated when longer: the seed takes it cut, and stops)."""
-    first = block_rank == 0
-    return (block_rank < max_blocks) & ((running <= max_characters) | first)
+    first: npt.NDArray[np.bool_] = block_rank == 0
+    fits: npt.NDArray[np.bool_] = (block_rank < max_blocks) & ((running <= max_characters) | first)
+    return fits
 
 
 def _truncate_expr(text: pl.Expr, limit: int) -> pl.Expr:

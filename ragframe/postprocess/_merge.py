@@ -13,7 +13,7 @@ carries text is ever sorted (the streaming engine copies every string it sorts).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -22,8 +22,8 @@ import pyarrow as pa
 
 from ragframe import schema as c
 from ragframe._arrow import consecutive_strings
-from ragframe.postprocess._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._budget import TRUNCATE_WINDOW, within_budget
+from ragframe.postprocess._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._merge import MergeResult, Texts, merge, truncated, write_blocks
 from ragframe.postprocess._kernels._order import descending_key, ordered_in_segments
 from ragframe.postprocess._texts import row_texts, stacked
@@ -183,7 +183,7 @@ def _ordered(rows_in: MergeOrder, m: MergeResult, typed: bool) -> _Blocks:
 
 def _kept(blocks: _Blocks, keep: Bools) -> _Blocks:
     """The blocks where ``keep`` is set, in the same order."""
-    return _Blocks(*(column[keep] for column in blocks))
+    return _Blocks._make(column[keep] for column in blocks)
 
 
 def _texts(
@@ -193,7 +193,9 @@ def _texts(
     cuts, when longer), written once into buffers of exactly their bytes, and their
     lengths in code points and whether each was cut."""
     chars = m.chars[blocks.rows]
-    parts = Texts(blocks.rows, blocks.rows + blocks.lengths, np.zeros_like(chars), m.size[blocks.rows])
+    parts = Texts(
+        blocks.rows, blocks.rows + blocks.lengths, np.zeros_like(chars), m.size[blocks.rows]
+    )
     cut = chars > limit if limit is not None else np.zeros(len(chars), dtype=np.bool_)
     if cut.any():
         address, length = texts
@@ -273,7 +275,9 @@ def _merge_kernel(
         texts = (found.address[order], found.length[order])
         sim = parts[c.T_SIM].to_numpy()[order]
         rerank = parts[c.RERANK_SCORE].to_numpy()[order]  # nulls read as NaN
-        m = merge(*texts, rows_in.group_start, rows_in.chunk_index, sim, rerank, max_gap, cap, *offs)
+        m = merge(
+            *texts, rows_in.group_start, rows_in.chunk_index, sim, rerank, max_gap, cap, *offs
+        )
         blocks = _ordered(rows_in, m, typed)
         limit = None
         if budget is not None:

@@ -26,7 +26,6 @@ from ragframe.postprocess._kernels._order import (
     places,
 )
 
-
 SELECT_HEAD = 64
 """The longest head a one-pass selection finds (each row compared with the head's
 last, inserted when it beats it: at most this many moves a row); a longer one is found
@@ -72,10 +71,10 @@ def _runs(query: pl.Series) -> _Runs:
     if query.dtype == pl.String:
         starts = query.ne_missing(query.shift(1)).to_numpy()  # the first row starts one too
     else:
-        ids = query.to_numpy()  # never null
-        starts = np.empty(len(ids), dtype=np.bool_)
+        values = query.to_numpy()  # never null
+        starts = np.empty(len(values), dtype=np.bool_)
         starts[0] = True
-        np.not_equal(ids[1:], ids[:-1], out=starts[1:])
+        np.not_equal(values[1:], values[:-1], out=starts[1:])
     firsts = np.flatnonzero(starts)
     ids = query.gather(pl.Series(firsts))
     if ids.is_sorted():  # ascending runs: distinct, since neighbouring runs differ

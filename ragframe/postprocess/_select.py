@@ -129,14 +129,14 @@ def _walk_kernel(top_k: int, in_source: bool) -> Callable[[pl.Series], pl.Series
         del found  # the texts were read in place until here
         columns = {c.T_SELECTED: selected, c.T_COUNT: count, c.T_BEST: best}
         rest = batch.len() - len(selected)
-        return pl.DataFrame(columns).extend(pl.DataFrame(columns).clear(rest)).to_struct(
-            batch.name
-        )
+        return pl.DataFrame(columns).extend(pl.DataFrame(columns).clear(rest)).to_struct(batch.name)
 
     return kernel
 
 
-def _walked(rows: pl.LazyFrame, texts: pl.LazyFrame | None, top_k: int, typed: bool) -> pl.LazyFrame:
+def _walked(
+    rows: pl.LazyFrame, texts: pl.LazyFrame | None, top_k: int, typed: bool
+) -> pl.LazyFrame:
     """Rule 3 over rows in any order (whole queries, each a prefix of its ranking), their
     texts read in place (from ``texts``, the chunk store, or their own ``text``): the
     rows with ``c.T_WALK``, a struct of ``c.T_SELECTED``, ``c.T_COUNT``, ``c.T_BEST``."""

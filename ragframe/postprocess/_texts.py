@@ -105,20 +105,20 @@ def row_texts(parts: pl.DataFrame, in_source: bool, offsets: bool = False) -> Ro
         return RowTexts(parts, address, length, given, alive)
     rows, source = split(parts)
     row = rows[c.T_ROW].to_numpy()
-    known = row >= 0
-    at = np.where(known, row, 0)
     address, length, alive = string_addresses(source[c.TEXT])
-    if len(address):
-        address, length = np.where(known, address[at], 0), np.where(known, length[at], 0)
-    else:  # no source row at all: nothing has text
-        address, length = np.zeros(len(row), dtype=np.int64), np.zeros(len(row), dtype=np.int64)
     found = None
     if offsets:
-        start, end = _ints(source[c.START_CHAR]), _ints(source[c.END_CHAR])
-        found = (np.where(known, start[at], 0), np.where(known, end[at], 0)) if len(start) else (
-            np.zeros(len(row), dtype=np.int64), np.zeros(len(row), dtype=np.int64))
-    return RowTexts(rows, address, length, found, alive)
+        found = (_at(_ints(source[c.START_CHAR]), row), _at(_ints(source[c.END_CHAR]), row))
+    return RowTexts(rows, _at(address, row), _at(length, row), found, alive)
+
+
+def _at(values: I64, row: I64) -> I64:
+    """``values[row]``, 0 where ``row`` is -1 (no source row)."""
+    if not len(values):
+        return np.zeros(len(row), dtype=np.int64)
+    return np.where(row >= 0, values[np.maximum(row, 0)], 0)
 
 
 def _ints(column: pl.Series) -> I64:
+    """An integer column as int64, nulls as 0."""
     return column.fill_null(0).cast(pl.Int64).to_numpy()

@@ -93,7 +93,9 @@ def _probe(
     mask = len(table) - 1
     lo, hi = part
     numbers = len(candidates[0]) > 0
-    hashes = candidates[0][:0] if numbers else _string_hashes(candidates[1][lo:hi], candidates[2][lo:hi])
+    hashes = (
+        candidates[0][:0] if numbers else _string_hashes(candidates[1][lo:hi], candidates[2][lo:hi])
+    )
     for row in range(lo, hi):
         found[row] = -1
         if not wanted[row]:
@@ -102,10 +104,10 @@ def _probe(
         slot = _mix(e, c) & mask
         while table[slot, 0] >= 0:
             at = table[slot, 0]
-            if table[slot, 1] == e and table[slot, 2] == c:
-                if numbers or _same_string(store, at, candidates, row):
-                    found[row] = at
-                    break
+            same = table[slot, 1] == e and table[slot, 2] == c
+            if same and (numbers or _same_string(store, at, candidates, row)):
+                found[row] = at
+                break
             slot = (slot + 1) & mask
 
 
