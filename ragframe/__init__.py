@@ -8,6 +8,8 @@ The pipeline, one subpackage per stage, each a function ``LazyFrame (+ frozen co
 * :mod:`ragframe.fetch` -- full text or query-relevant passages per document (SPEC 2);
 * :mod:`ragframe.evaluate` -- the context that reaches the LLM against judgements (SPEC 4);
 * :mod:`ragframe.reference` -- the plain per-query oracles the engine is tested against;
+* :mod:`ragframe.dataset` -- the stages over datasets of any size, partition by
+  partition, output streamed to disk (:func:`postprocess_dataset`, ...);
 * :mod:`ragframe.cli` -- the ``ragframe`` command.
 
 Shared modules: :mod:`ragframe.schema` (every column name), :mod:`ragframe.errors`,
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
 
 if TYPE_CHECKING:
+    from ragframe.dataset import RunSummary, chunk_dataset, fetch_dataset, postprocess_dataset
     from ragframe.evaluate import (
         SweepResult,
         document_ranking,
@@ -51,17 +54,21 @@ __all__ = [
     "HighlightConfig",
     "PostprocessConfig",
     "RagframeError",
+    "RunSummary",
     "SchemaError",
     "SweepResult",
     "WindowConfig",
     "assemble",
     "chunk",
+    "chunk_dataset",
     "document_ranking",
     "evaluate",
     "fetch",
+    "fetch_dataset",
     "highlight",
     "missing_documents",
     "postprocess",
+    "postprocess_dataset",
     "postprocess_reference",
     "read_qrels",
     "read_run",
@@ -73,6 +80,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 _STAGES = {
+    "ragframe.dataset": "RunSummary chunk_dataset fetch_dataset postprocess_dataset",
     "ragframe.evaluate": (
         "SweepResult document_ranking evaluate read_qrels read_run summarize sweep write_run"
     ),

@@ -1,137 +1,135 @@
-"""Reading and writing tables by file extension, with atomic writes.
+"""Reading and writing tables -- files, datasets, standard input and output -- with
+atomic writes.
 
-Supported formats: Parquet (``.parquet``, ``.pq``), Arrow IPC (``.arrow``, ``.ipc``,
-``.feather``), CSV (``.csv``) and JSON lines (``.jsonl``, ``.ndjson``, ``.json``).
+Formats, by file extension: Parquet (``.parquet``, ``.pq``), Arrow IPC (``.arrow``,
+``.ipc``, ``.feather``), CSV (``.csv``) and JSON lines (``.jsonl``, ``.ndjson``,
+``.json``).
 
-Reading: a CSV file is checked line by line first: repeated column names and records
+Reading (:func:`scan_table`): an input is a file, a glob (``runs/*.parquet``), a
+directory (a Parquet dataset, hive partitions ``key=value/`` read as columns; or files
+of one other format side by side; hidden names, ``.*`` and ``_*``, are skipped) or
+``-``, standard input (copied to a temporary file, its format read from its first
+bytes). A CSV file is checked line by line first: repeated column names and records
 with too many or too few fields are errors (Polars would rename, drop or fill them
 silently); a CSV or JSON-lines file Polars cannot parse is explained by
 :func:`explain_read_error`: the line, what was found, what was expected.
 
-Writing (:func:`write_table`) is atomic: the table goes to a temporary file beside the
-target, ``.<name>.ragframe-tmp-<pid>-<random>``, renamed into place only when complete,
-so a failure or an interrupt never leaves a half-written output, and the temporaries a
+Writing (:func:`write_table`, :func:`open_output` for an output written piece by piece)
+is atomic: the table goes to a temporary beside the target,
+``.<name>.ragframe-tmp-<pid>-<random>``, renamed into place only when complete, so a
+failure or an interrupt never leaves a half-written output, and the temporaries a
 killed run left behind (their process is gone) are removed by the next write of the
-same output. A new output gets the mode the umask gives; an overwritten one keeps its
-mode; an output that is a symbolic link is written to the link's target (the link stays).
-:func:`check_output` checks all this before any work is done.
+same output. An output is a file, a directory of Parquet parts (a path that ends with
+``/``: ``part-00000.parquet``, ... in order; an existing directory is replaced only
+when it is empty or holds nothing but parts) or ``-``, standard output (``fmt``, JSON
+lines by default; written as it comes, so not atomic). A new output gets the mode the
+umask gives; an overwritten one keeps its mode; an output that is a symbolic link is
+written to the link's target (the link stays). :func:`check_output` checks all this
+before any work is done.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
-import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ragframe import _textfiles
+from ragframe import _atomic, _sources, _targets, _textfiles
+from ragframe._atomic import TEMP_MARK, remove_temporaries, stale_temporaries
+from ragframe._sources import STDIO, Source, explain_read_error, read_error, table_format
 from ragframe.errors import RagframeError
 
-_FORMATS = {
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".arrow": "ipc",
-    ".ipc": "ipc",
-    ".feather": "ipc",
-    ".csv": "csv",
-    ".jsonl": "ndjson",
-    ".ndjson": "ndjson",
-    ".json": "ndjson",
-}
-TEMP_MARK = ".ragframe-tmp-"
-"""Part of every temporary file's name: ``.<name>.ragframe-tmp-<pid>-<random>``."""
-_WRITING: set[Path] = set()
-"""The temporary files this process is writing now."""
-_TEMP = re.compile(re.escape(TEMP_MARK) + r"(?P<pid>[0-9]+)-[0-9a-f]+\Z")
+if TYPE_CHECKING:
+    import pyarrow as pa
 
+    from ragframe._sinks import Sink
 
-def table_format(path: str | os.PathLike[str]) -> str:
-    """Return the format name for ``path`` by its extension, or raise."""
-    suffix = Path(path).suffix.lower()
-    if suffix in _FORMATS:
-        return _FORMATS[suffix]
-    found = f"unsupported file extension '{suffix}'" if suffix else "no file extension"
-    raise RagframeError(f"{found} for {os.fspath(path)}; expected one of {sorted(_FORMATS)}")
-
-
-# --- reading ----------------------------------------------------------------------
-
-
-def scan_table(path: str | os.PathLike[str]) -> pl.LazyFrame:
-    """Lazily scan a table file; the format comes from the extension.
-
-    Raises:
-        RagframeError: unknown extension, no such file, a file Polars cannot open,
-            or a CSV with repeated column names, bad UTF-8 or a ragged record.
-    """
-    fmt = table_format(path)
-    path = Path(path)
-    if not path.is_file():
-        what = "is a directory" if path.is_dir() else "not found"
-        raise RagframeError(f"input file {what}: {os.fspath(path)}; expected a table file")
-    if fmt == "csv":
-        problem = _textfiles.csv_problem(path)
-        if problem:
-            raise RagframeError(f"cannot read {os.fspath(path)}: {problem}")
-    try:
-        frame = _SCANS[fmt](path)
-        frame.collect_schema()  # a corrupt footer or header fails here, naming the file
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise read_error(path, exc) from exc
-    return frame
-
-
-def _is_empty(path: str | os.PathLike[str]) -> bool:
-    try:
-        return os.path.getsize(path) == 0
-    except OSError:
-        return False
-
-
-_SCANS: dict[str, Callable[[Path], pl.LazyFrame]] = {
+__all__ = [
+    "STDIO",
+    "TEMP_MARK",
+    "Source",
+    "check_output",
+    "explain_read_error",
+    "is_directory",
+    "open_output",
+    "read_error",
+    "read_table",
+    "remove_temporaries",
+    "scan_table",
+    "source",
+    "stale_temporaries",
+    "table_format",
+    "write_atomically",
+    "write_table",
+]
+_SCANS: dict[str, Callable[..., pl.LazyFrame]] = {
     "parquet": pl.scan_parquet,
     "ipc": pl.scan_ipc,
     "csv": pl.scan_csv,
     "ndjson": pl.scan_ndjson,
 }
+STDOUT_FORMAT = "ndjson"
+"""What ``-`` (standard output) gets unless a format is given."""
 
 
-def read_error(path: str | os.PathLike[str], exc: BaseException) -> RagframeError:
-    """The error to raise when Polars failed with ``exc`` reading ``path``: the line
-    that is wrong (:func:`explain_read_error`), else Polars' first line."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    detail = lines[0] if lines else type(exc).__name__
-    if isinstance(exc, pl.exceptions.NoDataError) or _is_empty(path):
-        detail = "the file is empty; expected a table with a header or schema"
-    explained = explain_read_error(path, str(exc))
-    return RagframeError(explained or f"cannot read {os.fspath(path)}: {detail}")
+# --- reading ----------------------------------------------------------------------
 
 
-def explain_read_error(path: str | os.PathLike[str], error: str = "") -> str | None:
-    """Why Polars could not read the CSV or JSON-lines file ``path``: the first bad
-    line and what was wrong (bad UTF-8, a wrong number of fields, invalid JSON), or
-    ``None`` when no such problem is found (or the file is of another format).
-    ``error`` is Polars' message, which names a value that did not parse."""
+def source(path: str | os.PathLike[str]) -> Source:
+    """The files behind the input ``path`` (see the module docstring) and their format.
+
+    Raises:
+        RagframeError: nothing there, no table files, files of several formats.
+    """
+    return _sources.resolve(path)
+
+
+def scan_table(path: str | os.PathLike[str] | Source) -> pl.LazyFrame:
+    """Lazily scan a table: a file, a glob, a directory or ``-`` (module docstring).
+
+    Raises:
+        RagframeError: unknown extension, nothing found, a file Polars cannot open,
+            or a CSV with repeated column names, bad UTF-8 or a ragged record.
+    """
+    src = path if isinstance(path, Source) else source(path)
+    if src.format == "csv":
+        for file in src.files:
+            problem = _textfiles.csv_problem(file)
+            if problem:
+                raise RagframeError(_shown(src, f"cannot read {file}: {problem}"))
     try:
-        fmt = table_format(path)
-    except RagframeError:
-        return None
-    path = Path(path)
-    if fmt == "csv":
-        found = _textfiles.csv_problem(path, error)
-    elif fmt == "ndjson":
-        found = _textfiles.jsonl_problem(path)
-    else:
-        return None
-    return f"cannot read {os.fspath(path)}: {found}" if found else None
+        frame = _scan(src)
+        frame.collect_schema()  # a corrupt footer or header fails here, naming the file
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise RagframeError(_shown(src, str(read_error(_named(src), exc)))) from exc
+    return frame
+
+
+def _scan(src: Source) -> pl.LazyFrame:
+    if src.root is not None:
+        return pl.scan_parquet(src.root, hive_partitioning=True, hidden_file_prefix=[".", "_"])
+    files = [str(f) for f in src.files]
+    return _SCANS[src.format](files[0] if len(files) == 1 else files)
+
+
+def _named(src: Source) -> Path:
+    """The path an error names: the one file, else the dataset as given."""
+    return src.files[0] if len(src.files) == 1 else Path(src.shown)
+
+
+def _shown(src: Source, message: str) -> str:
+    """``message`` naming standard input where it names its temporary copy."""
+    if src.shown != STDIO:
+        return message
+    return message.replace(str(src.files[0]), "standard input")
 
 
 def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
-    """Read a whole table file into memory; a file that cannot be parsed is a
+    """Read a whole table into memory; a file that cannot be parsed is a
     :class:`RagframeError` naming the file (and, for text formats, the line)."""
     frame = scan_table(path)
     try:
@@ -143,95 +141,103 @@ def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
 # --- writing ----------------------------------------------------------------------
 
 
+def is_directory(path: str | os.PathLike[str]) -> bool:
+    """Whether the output ``path`` is a directory of Parquet parts: it ends with ``/``."""
+    return os.fspath(path).endswith(("/", os.sep))
+
+
 def check_output(path: str | os.PathLike[str], *, table: bool = True) -> Path:
-    """Check, before any work, that ``path`` can be written; return the file that will
-    be written (``path`` itself, or its target when it is a symbolic link). ``table``:
-    the extension must be a table format's.
+    """Check, before any work, that ``path`` can be written; return what will be
+    written (``path`` itself, or its target when it is a symbolic link; ``-`` for
+    standard output). ``table``: the extension must be a table format's.
 
     Raises:
-        RagframeError: unknown extension, ``path`` is a directory or another
-            non-regular file, a parent is not a directory, or no file can be created
-            there. The message names ``path`` and what was expected.
+        RagframeError: unknown extension, ``path`` is a directory (without a final
+            ``/``) or another non-regular file, a directory output that holds other
+            files than Parquet parts, a parent is not a directory, or no file can be
+            created there. The message names ``path`` and what was expected.
     """
     shown = os.fspath(path)
+    if shown == STDIO:
+        return Path(STDIO)
     target = Path(os.path.realpath(path))
-    if target.is_dir():
-        raise RagframeError(
-            f"cannot write {shown}: it is a directory; expected a file path such as "
-            f"{os.path.join(shown, 'out.parquet')}"
-        )
-    if table:
-        table_format(path)
-    if target.exists() and not target.is_file():
-        raise RagframeError(f"cannot write {shown}: not a regular file; expected a file path")
-    folder = _first_existing(target.parent)
+    if is_directory(path):
+        _targets.check_directory(target, shown)
+    else:
+        _targets.check_file(target, shown, table)
+    folder = _atomic.first_existing(target.parent)
     if not folder.is_dir():
         raise RagframeError(f"cannot write {shown}: {folder} is not a directory")
-    probe = _temp_name(folder / target.name)
-    try:
-        _WRITING.add(probe)
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        os.unlink(probe)
-        _WRITING.discard(probe)
-    except OSError as exc:
-        _WRITING.discard(probe)
-        raise RagframeError(
-            f"cannot write {shown}: cannot create a file in {folder} ({exc.strerror}); "
-            "expected a writable directory"
-        ) from exc
+    _atomic.probe(folder, target, shown)
     return target
 
 
-def _first_existing(folder: Path) -> Path:
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    return folder
+@contextlib.contextmanager
+def open_output(
+    path: str | os.PathLike[str],
+    schema: pa.Schema,
+    *,
+    fmt: str | None = None,
+    pieces: int | None = None,
+) -> Iterator[Sink]:
+    """An output written piece by piece (``sink.write(frame_or_arrow_table)``), each
+    piece cast to ``schema``; committed (renamed into place) when the block ends
+    without an error, removed otherwise. ``fmt``: the format of ``-``; ``pieces``: how
+    many pieces will come, when known (a file of one piece is written whole, as
+    :func:`write_table` writes it; of more, each piece as it comes).
 
+    Raises:
+        RagframeError: the output cannot be written (:func:`check_output`), or a
+            write failed; the message names ``path``, never the temporary.
+    """
+    from ragframe import _sinks  # Arrow's writers: loaded by the runs that write pieces
 
-def _temp_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
-
-
-def stale_temporaries(target: Path) -> list[Path]:
-    """The temporaries of ``target`` whose writing process no longer runs."""
-    prefix = f".{target.name}{TEMP_MARK}"
-    if not target.parent.is_dir():
-        return []
-    found = []
-    for entry in target.parent.iterdir():
-        match = _TEMP.search(entry.name)
-        if entry.name.startswith(prefix) and match and not _alive(int(match["pid"])):
-            found.append(entry)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+    target = check_output(path)
+    shown = os.fspath(path)
+    sink: Sink
+    if shown == STDIO:
+        sink = _sinks.StdoutSink(fmt or STDOUT_FORMAT, schema)
+    elif is_directory(path):
+        sink = _sinks.PartsSink(target, shown, schema)
+    else:
+        sink = _sinks.FileSink(target, shown, table_format(shown), schema, _whole)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):  # another user's process; a bogus number
-        return True
-    return True
+        if pieces is not None and pieces > 1 and isinstance(sink, _sinks.FileSink):
+            sink.stream()
+        yield sink
+        sink.close()
+    except BaseException:  # a failure or an interrupt: nothing is left behind
+        sink.abort()
+        raise
 
 
-def write_table(frame: pl.DataFrame | pl.LazyFrame, path: str | os.PathLike[str]) -> None:
-    """Write ``frame`` to ``path`` atomically; the format comes from the extension.
+def _whole(df: pl.DataFrame, path: str, fmt: str) -> None:
+    _write(df, path, fmt)  # looked up when called (tests replace it)
+
+
+def write_table(
+    frame: pl.DataFrame | pl.LazyFrame, path: str | os.PathLike[str], *, fmt: str | None = None
+) -> None:
+    """Write ``frame`` to ``path`` atomically: a file (the format from the extension),
+    a directory of Parquet parts (``path`` ends with ``/``) or ``-`` (``fmt``).
 
     A ``LazyFrame`` is collected first. List columns cannot be stored in CSV, so they
     are written as comma-joined text there. See the module docstring for the
-    temporary file, modes and symbolic links.
+    temporaries, modes and symbolic links.
 
     Raises:
         RagframeError: ``path`` cannot be written (see :func:`check_output`), or the
             write failed; the message names ``path``, never the temporary file.
     """
-    fmt = table_format(path)
-    check_output(path)
+    if os.fspath(path) != STDIO and not is_directory(path):
+        fmt = table_format(path)
+        check_output(path)
+        df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
+        write_atomically(path, lambda tmp: _write(df, tmp, fmt))
+        return
     df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
-    write_atomically(path, lambda tmp: _write(df, tmp, fmt))
+    with open_output(path, df.to_arrow().schema, fmt=fmt) as sink:
+        sink.write(df)
 
 
 def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
@@ -246,10 +252,9 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
     shown = os.fspath(path)
     target = check_output(path, table=False)
     target.parent.mkdir(parents=True, exist_ok=True)
-    for stale in stale_temporaries(target):
-        stale.unlink(missing_ok=True)
-    tmp = _temp_name(target)
-    _WRITING.add(tmp)
+    _atomic.remove_stale(target)
+    tmp = _atomic.temp_name(target)
+    _atomic.WRITING.add(tmp)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
         mode = os.fstat(fd).st_mode if not target.exists() else target.stat().st_mode
@@ -257,29 +262,13 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
         write(str(tmp))
         os.chmod(tmp, mode & 0o7777)
         os.replace(tmp, target)
-        _WRITING.discard(tmp)
+        _atomic.WRITING.discard(tmp)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        _remove(tmp)
-        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        detail = detail.strip().splitlines()[0].replace(str(tmp), shown) if detail else ""
-        raise RagframeError(f"cannot write {shown}: {detail or type(exc).__name__}") from exc
+        _atomic.remove(tmp)
+        raise _targets.failure(shown, exc, tmp) from exc
     except BaseException:  # interrupted: no temporary is left behind
-        _remove(tmp)
+        _atomic.remove(tmp)
         raise
-
-
-def _remove(tmp: Path) -> None:
-    _WRITING.discard(tmp)
-    with contextlib.suppress(OSError):
-        tmp.unlink(missing_ok=True)
-
-
-def remove_temporaries() -> None:
-    """Remove the temporary files being written now, for a process about to exit on a
-    signal (see :mod:`ragframe.cli`); safe to call from another thread."""
-    for tmp in list(_WRITING):
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
 
 
 def _write(df: pl.DataFrame, path: str, fmt: str) -> None:
@@ -288,9 +277,6 @@ def _write(df: pl.DataFrame, path: str, fmt: str) -> None:
     elif fmt == "ipc":
         df.write_ipc(path)
     elif fmt == "csv":
-        nested = [name for name, dt in df.schema.items() if dt.is_nested()]
-        if nested:
-            df = df.with_columns(pl.col(nested).cast(pl.List(pl.String)).list.join(","))
-        df.write_csv(path)
+        _targets.flat(df).write_csv(path)
     else:
         df.write_ndjson(path)

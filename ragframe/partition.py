@@ -34,19 +34,22 @@ joined by key by the engine).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
 from ragframe.errors import ConfigError
-from ragframe.evaluate import evaluate
-from ragframe.evaluate._qrels import judgements
-from ragframe.evaluate._sweep import Grid, configurations, sweep_rows
-from ragframe.fetch import FetchConfig, fetch
-from ragframe.postprocess import PostprocessConfig, postprocess
 from ragframe.schema import Frame, to_lazy
+
+if TYPE_CHECKING:
+    from ragframe.evaluate._sweep import Grid
+    from ragframe.fetch import FetchConfig
+    from ragframe.postprocess import PostprocessConfig
+
+# Each part function imports its own stage when called: a fetch run never loads
+# postprocess (and its compiled kernels) or evaluate.
 
 TextSource: TypeAlias = Frame | Callable[[pl.DataFrame], Frame]
 """Where a partition's text comes from: a frame, or ``rows -> the store rows they need``."""
@@ -110,6 +113,8 @@ def postprocess_part(
         ['a', 'b']
     """
     rows = _rows(candidates)
+    from ragframe.postprocess import postprocess
+
     return postprocess(rows, config, chunks=_text(chunks, rows)).collect().to_arrow()
 
 
@@ -153,6 +158,8 @@ def fetch_part(
     docs = _text(documents, rows)
     if docs is None:
         raise ConfigError("fetch_part needs documents (a frame or a callable), got None")
+    from ragframe.fetch import fetch
+
     return fetch(rows, docs, config, sizes=sizes).collect().to_arrow()
 
 
@@ -180,6 +187,8 @@ def evaluate_part(
     if not given:
         raise ConfigError("evaluate_part needs candidates or blocks; got neither")
     queries = pl.concat([g.select(c.QUERY_ID) for g in given], how="vertical_relaxed").unique()
+    from ragframe.evaluate import evaluate
+
     out = evaluate(qrels, candidates=cands, blocks=blks, k=k, **options)
     out = out.join(queries.lazy(), on=c.QUERY_ID, how="semi", maintain_order="left")
     return out.collect().to_arrow()
@@ -207,6 +216,9 @@ def sweep_part(
         [(0, 1, 1.0), (1, 1, 1.0)]
     """
     rows = _rows(candidates)
+    from ragframe.evaluate._qrels import judgements
+    from ragframe.evaluate._sweep import configurations, sweep_rows
+
     configs, varied = configurations(grid)
     text = _text(chunks, rows)
     out = sweep_rows(rows, configs, varied, judgements(qrels), chunks=text)

@@ -306,7 +306,7 @@ FILES = (
         fail(
             "postprocess-input-directory",
             "postprocess",
-            r"input file is a directory: {in}/dir.parquet",
+            r"input directory has no table files: {in}/dir.parquet",
             make=lambda d: [str((d / "dir.parquet").mkdir() or d / "dir.parquet")],
         ),
         fail(
@@ -925,17 +925,20 @@ _SLOW = textwrap.dedent(
     import sys, time
     import polars as pl
     from ragframe import io
-    from ragframe.cli import main, postprocess
+    from ragframe.cli import main
+    from ragframe.dataset import _postprocess
 
     stage = sys.argv.pop(1)
     if stage == "compute":  # a Polars callback that takes long, as the kernels may
-        def slow(plans, *sources):
-            def wait(s):
-                print("computing", flush=True)
-                time.sleep(60)
-                return s
-            return [p.with_columns(pl.col("query_id").map_batches(wait)).collect() for p in plans()]
-        postprocess.collect = slow
+        part = _postprocess.postprocess_part
+        def wait(s):
+            print("computing", flush=True)
+            time.sleep(60)
+            return s
+        def slow(rows, config, chunks=None):
+            rows = rows.lazy().with_columns(pl.col("query_id").map_batches(wait)).collect()
+            return part(rows, config, chunks=chunks)
+        _postprocess.postprocess_part = slow
     else:  # a write that takes long, after part of the file is out
         def slow_write(df, path, fmt):
             with open(path, "wb") as handle:

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from ragframe import ConfigError, HighlightConfig, SchemaError, highlight
 from ragframe._arrow import content_buffer, strings
+from ragframe.fetch import _classes
 from ragframe.fetch._analysis import java_lower as engine_lower
+from ragframe.fetch._classes import FIRST_MIDDLE, MIDDLE, MIDDLE_SPAN, WORDISH, classes
 from ragframe.fetch._terms import candidate_tokens
 from ragframe.fetch._tokenize import text_tokens, token_bytes, tokenize
 from ragframe.reference._analysis import java_lower, query_terms, runs
@@ -454,13 +456,12 @@ def test_ascii_byte_arithmetic_agrees_with_the_class_table() -> None:
     from ragframe.fetch import _wordbreak as wb
 
     ascii_ = bytes(range(1, 0x80)).decode()
-    cls = tk.classes(content_buffer(pl.Series([ascii_])))
+    cls = classes(content_buffer(pl.Series([ascii_])))
     flags = tk._word_flags(cls, np.empty(len(ascii_) + 1, dtype=np.uint8))[0][1:-1]
     table = wb.table()[1:0x80]
-    assert (flags == tk.WORDISH[table]).all()
-    first, span = tk._FIRST_MIDDLE, tk._MIDDLE_SPAN
-    middle = np.flatnonzero(tk.MIDDLE[wb.table()[:0x80]])
-    assert ((middle >= first) & (middle < first + span)).all()
+    assert (flags == WORDISH[table]).all()
+    middle = np.flatnonzero(MIDDLE[wb.table()[:0x80]])
+    assert ((middle >= FIRST_MIDDLE) & (middle < FIRST_MIDDLE + MIDDLE_SPAN)).all()
 
 
 @given(
@@ -533,11 +534,9 @@ def test_each_document_is_tokenized_as_if_alone(texts: list[str]) -> None:
 def test_class_lookups_sparse_and_dense_give_the_same_tokens(
     dense: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragframe.fetch import _tokenize as tk
-
     docs = _docs(*(EDGE_TEXTS * 2), TRICKY, UNICODE_SAMPLE)
     expected = token_bytes(content_buffer(docs["content"]))
-    monkeypatch.setattr(tk, "DENSE", dense)
+    monkeypatch.setattr(_classes, "DENSE", dense)
     got = token_bytes(content_buffer(docs["content"]))
     assert all((a == b).all() for a, b in zip(got, expected, strict=True))
 
@@ -564,7 +563,9 @@ def test_candidate_tokens_are_lower_cased_as_java_does() -> None:
     docs = _candidate_frame(texts, ["istanbul", "kelvin", "wing", "οδοσ"])
     got = candidate_tokens(docs)
     content = dict(enumerate(texts))
-    expected = [java_lower(content[d][s:e]) for d, s, e in got.select("doc_id", "start", "end").rows()]
+    expected = [
+        java_lower(content[d][s:e]) for d, s, e in got.select("doc_id", "start", "end").rows()
+    ]
     assert got["__rf_token"].to_list() == expected
     assert {"istanbul", "kelvin", "wing", "οδοσ", "xix"} <= set(expected)
 

@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -233,3 +234,177 @@ def test_a_cli_run_writes_nothing_into_the_package(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert files() == before
+
+
+# --- datasets in ------------------------------------------------------------------------
+
+
+def _parts(folder: Path, fmt: str = "parquet", n: int = 3) -> pl.DataFrame:
+    """``n`` files of one format in ``folder``; returns their rows, in order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    frames = [pl.DataFrame({"a": [k * 10, k * 10 + 1], "b": [f"x{k}", f"y{k}"]}) for k in range(n)]
+    for k, part in enumerate(frames):
+        io.write_table(part, folder / f"f{k}.{fmt}")
+    return pl.concat(frames)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl", "arrow"])
+def test_a_directory_and_a_glob_read_every_file_in_order(tmp_path: Path, fmt: str) -> None:
+    want = _parts(tmp_path / "d", fmt)
+    (tmp_path / "d" / "_SUCCESS").write_text("")  # hidden names are skipped
+    (tmp_path / "d" / f".f9.{fmt}.crc").write_text("x")
+    assert io.read_table(tmp_path / "d").equals(want)
+    assert io.read_table(tmp_path / "d" / f"f*.{fmt}").equals(want)
+    assert io.source(tmp_path / "d").files == tuple(
+        tmp_path / "d" / f"f{k}.{fmt}" for k in range(3)
+    )
+
+
+def test_a_hive_dataset_reads_its_keys_as_columns(tmp_path: Path) -> None:
+    for year in (2023, 2024):
+        _parts(tmp_path / "run=7" / "data" / f"year={year}", n=1)
+    got = io.read_table(tmp_path / "run=7" / "data")
+    assert got.columns == ["a", "b", "year"]  # a key=value above the dataset is not read
+    assert got["year"].to_list() == [2023, 2023, 2024, 2024]
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda d: d.mkdir(), "input directory has no table files: {d}; expected Parquet"),
+        (
+            lambda d: (_parts(d), (d / "notes.txt").write_text("x")),
+            "input {d} holds a file that is not a table: {d}/notes.txt; expected table files",
+        ),
+        (
+            lambda d: (_parts(d), _parts(d, "csv", n=1)),
+            "input {d} holds files of several formats (.csv, .parquet); expected one format",
+        ),
+        (
+            lambda d: (_parts(d), _parts(d / ".ipynb_checkpoints", n=1)),
+            "input directory {d} holds a hidden folder with files: {d}/.ipynb_checkpoints",
+        ),
+        (
+            lambda d: _parts(d / "k=1", "csv"),
+            "input directory {d} holds csv files in subfolders ({d}/k=1/f0.csv); expected "
+            "them side by side (partition folders need Parquet)",
+        ),
+    ],
+    ids=["empty", "not-a-table", "mixed", "hidden-folder", "nested-csv"],
+)
+def test_a_directory_that_is_not_one_table_is_refused(
+    tmp_path: Path, setup: object, message: str
+) -> None:
+    folder = tmp_path / "d"
+    setup(folder)  # type: ignore[operator]
+    with pytest.raises(RagframeError) as caught:
+        io.scan_table(folder)
+    assert str(caught.value).startswith(message.format(d=folder)), caught.value
+
+
+def test_a_glob_that_matches_nothing(tmp_path: Path) -> None:
+    with pytest.raises(RagframeError, match=r"^no files match .*/\*\.parquet; expected at least"):
+        io.scan_table(tmp_path / "*.parquet")
+    with pytest.raises(RagframeError, match=r"^input directory not found: .*/nope/; expected"):
+        io.scan_table(f"{tmp_path}/nope/")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "csv", "jsonl"])
+def test_standard_input_is_read_in_the_format_its_bytes_say(tmp_path: Path, fmt: str) -> None:
+    io.write_table(DF, tmp_path / f"in.{fmt}")
+    code = "from ragframe import io; print(io.read_table('-').to_dicts(), io.source('-').files[0])"
+    with (tmp_path / f"in.{fmt}").open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-c", code], stdin=stdin, capture_output=True, text=True, check=True
+        )
+    rows, copy = done.stdout.strip().rsplit(" ", 1)
+    assert rows == str(DF.to_dicts())
+    assert Path(copy).name.startswith(".stdin" + io.TEMP_MARK)
+    assert Path(copy).parent == Path(tempfile.gettempdir()) and not Path(copy).exists()
+
+
+def test_bad_standard_input_names_standard_input() -> None:
+    code = "from ragframe import io; io.read_table('-')"
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=b"a,b\n1,2,3\n", capture_output=True, check=False
+    )
+    assert b"cannot read standard input: line 2: 3 fields, expected 2" in done.stderr
+
+
+# --- datasets and pieces out ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "csv", "jsonl"])
+def test_pieces_make_one_file_equal_to_the_whole(tmp_path: Path, fmt: str) -> None:
+    whole = pl.DataFrame({"a": list(range(10)), "b": [[i, i + 1] for i in range(10)]})
+    target = tmp_path / f"out.{fmt}"
+    with io.open_output(target, whole.to_arrow().schema, pieces=3) as sink:
+        for piece in whole.iter_slices(4):
+            sink.write(piece)
+        assert next(p.name for p in tmp_path.iterdir()).startswith(f".out.{fmt}{io.TEMP_MARK}")
+    want = tmp_path / f"want.{fmt}"
+    io.write_table(whole, want)
+    assert io.read_table(target).equals(io.read_table(want))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, want.name])
+
+
+def test_a_directory_output_is_parts_replaced_whole(tmp_path: Path, umask_027: None) -> None:
+    target = f"{tmp_path}/parts/"
+    io.write_table(DF, target)
+    folder = tmp_path / "parts"
+    assert [p.name for p in folder.iterdir()] == ["part-00000.parquet"]
+    assert _mode(folder) == 0o750 and _mode(folder / "part-00000.parquet") == 0o640
+    folder.chmod(0o700)
+    with io.open_output(target, DF.to_arrow().schema) as sink:
+        for piece in (DF, DF, DF):
+            sink.write(piece)
+    assert sorted(p.name for p in folder.iterdir()) == [f"part-0000{k}.parquet" for k in range(3)]
+    assert pl.read_parquet(folder).equals(pl.concat([DF] * 3))
+    assert _mode(folder) == 0o700  # an overwritten output keeps its mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["parts"]
+
+
+def test_a_directory_output_never_replaces_other_files(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(RagframeError) as caught:
+        io.write_table(DF, f"{tmp_path}/mine/")
+    assert str(caught.value).startswith(
+        f"cannot write {tmp_path}/mine/: the directory holds other files than Parquet parts "
+        "(notes.txt); expected a new or empty directory, or a previous output"
+    )
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RagframeError, match=r"file/: it is not a directory; expected a directory"):
+        io.write_table(DF, f"{tmp_path}/file/")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+def test_an_interrupt_while_writing_parts_leaves_the_old_output(tmp_path: Path) -> None:
+    target = f"{tmp_path}/parts/"
+    io.write_table(DF, target)
+    with pytest.raises(KeyboardInterrupt), io.open_output(target, DF.to_arrow().schema) as sink:
+        sink.write(DF.head(1))
+        raise KeyboardInterrupt
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["parts"]
+    assert pl.read_parquet(tmp_path / "parts").equals(DF)
+
+
+def test_stale_temporary_directories_are_removed(tmp_path: Path) -> None:
+    stale = tmp_path / f".parts{io.TEMP_MARK}{_dead_pid()}-0badcafe"
+    (stale / "x").mkdir(parents=True)
+    io.write_table(DF, f"{tmp_path}/parts/")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["parts"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "ipc", "csv", "ndjson"])
+def test_standard_output_gets_the_format_asked(tmp_path: Path, fmt: str) -> None:
+    code = (
+        "import polars as pl; from ragframe import io\n"
+        f"df = pl.DataFrame({{'a': [1, 2], 'b': ['x', 'y']}})\n"
+        f"with io.open_output('-', df.to_arrow().schema, fmt={fmt!r}) as sink:\n"
+        "    sink.write(df); sink.write(df)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    suffix = {"ipc": "arrow", "ndjson": "jsonl"}.get(fmt, fmt)
+    (tmp_path / f"o.{suffix}").write_bytes(done.stdout)
+    assert io.read_table(tmp_path / f"o.{suffix}").equals(pl.concat([DF, DF]))

@@ -265,7 +265,8 @@ def test_each_kernel_compiles_once_whatever_memory_its_inputs_are_in(tmp_path: P
     width or a strided array is another type. The wrappers hand every kernel one type
     per argument, so a first run compiles each kernel once and every later input, of
     any origin, loads it (before, a 3-row file after the 600-row default data compiled
-    the walk again: 7 s)."""
+    the walk again: 7 s). Offsets reach the merge as floats whether or not a candidate's
+    chunk is missing from the store (its offsets are NaN), and equal the reference."""
     rows = [
         cand(e, f"text {e} {i}", 0.9 - i / 10, i, query_id=q)
         for q in (1, 2)
@@ -281,6 +282,15 @@ def test_each_kernel_compiles_once_whatever_memory_its_inputs_are_in(tmp_path: P
     assert run_engine(pl.read_parquet(tmp_path / "c.parquet"), cfg) == want
     assert run_engine(pa.table(built.to_arrow()), cfg) == want
     assert len(run_engine(narrow, cfg)) == len(want)
+    store = built.select(c.ENTITY_ID, c.CHUNK_INDEX, c.TEXT).with_columns(
+        pl.lit(0).alias(c.START_CHAR), pl.col(c.TEXT).str.len_chars().alias(c.END_CHAR)
+    )
+    offsets = config(3, 0.0, 1, 5, 10**6, 10**6, overlap="offsets", missing_text="empty")
+    complete = built.drop(c.TEXT)
+    lacking = pl.concat([complete, frame([cand(1, None, 0.85, 9)]).drop(c.TEXT)])  # no chunk 9
+    for candidates in (complete, lacking):
+        got = run_engine(candidates, offsets, chunks=store)
+        assert_same_rows(got, run_reference(candidates, offsets, chunks=store))
     starts = np.array([True, False, True, False])
     strided = np.arange(16, dtype=np.int32).reshape(4, 4)[:, ::2]  # neither int64 nor C order
     assert _order.ordered_in_segments(starts, strided).tolist() == [0, 1, 2, 3]

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -133,17 +134,18 @@ def test_the_cache_key_changes_with_any_kernel_file(tmp_path: Path) -> None:
 
 def test_the_cache_lives_in_a_per_user_folder_outside_the_package(tmp_path: Path) -> None:
     """A kernel compiled in a fresh process lands under RAGFRAME_CACHE_DIR/<key>, and
-    nothing is written into the package (an install or uninstall leaves nothing)."""
+    nothing is written into the package (an install or uninstall leaves nothing). (With
+    the second process switched off: it would compile ``_merge`` for nothing here.)"""
     assert _jit.LOCATOR_INSTALLED
-    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path)}
+    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path), _ahead.SWITCH: "0"}
     code = (
         "import numpy as np\n"
-        "from ragframe.postprocess._kernels import _jit, _order\n"
+        "from ragframe.postprocess._kernels import _ahead, _jit, _order\n"
         "starts = np.array([True, False, True]); keys = np.array([[2], [1], [0]])\n"
         "print(_order.ordered_in_segments(starts, keys).tolist())\n"
         "print(_jit.cache_folder())\n"
+        "import sys; print('numba.np.linalg' in sys.modules, len(_ahead._AHEAD))\n"
     )
-    code += "import sys; print('numba.np.linalg' in sys.modules)\n"
     before = set(PACKAGE.rglob("*.nbi"))
     run = [sys.executable, "-c", code]
     done = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
@@ -154,11 +156,11 @@ def test_the_cache_lives_in_a_per_user_folder_outside_the_package(tmp_path: Path
     assert set(PACKAGE.rglob("*.nbi")) == before
     # the user is told while it compiles, and only then: the second run loads it
     assert done.stderr.count("ragframe: compiling kernels, first run only") == 1
-    assert set_up == "True"  # compiling set numba up for compiling ...
+    assert set_up == "True 0"  # compiling set numba up for compiling (and no second process) ...
     again = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
     assert again.stdout.splitlines()[:2] == [order, folder]
     assert "compiling" not in again.stderr
-    assert again.stdout.splitlines()[2] == "False"  # ... loading did not need to
+    assert again.stdout.splitlines()[2] == "False 0"  # ... loading did not need to
 
 
 @pytest.mark.skipif(_ahead._threads() < 2, reason="one CPU: no second process")
@@ -166,7 +168,7 @@ def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Pa
     """From an empty cache, ``postprocess`` compiles its first kernel while a second
     process compiles the last (loaded from the cache here once it is done); the result
     is the same, the user is told once, and the second process has ended."""
-    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path / "cache")}
+    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path / "cache"), _ahead.SWITCH: "1"}
     data = PACKAGE.parent / "data"
     argv = [str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet")]
     code = (
@@ -205,9 +207,56 @@ def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Pa
     assert (tmp_path / "cold.parquet").read_bytes() == (tmp_path / "warm.parquet").read_bytes()
 
 
-def test_the_compile_notice_states_what_a_first_run_takes() -> None:
-    """The notice's figure is this machine's measured first-run compile (2 cores)."""
-    assert 5 <= _jit.COMPILE_SECONDS <= 15
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if fields[1] == str(pid) and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+@pytest.mark.skipif(_ahead._threads() < 2, reason="one CPU: no second process")
+def test_the_second_process_ends_when_this_one_is_killed(tmp_path: Path) -> None:
+    """``kill -9`` of a first run leaves no compiling process behind: the second process
+    watches its stdin, which closes with its parent, and ends at once, mid-compile (it
+    is killed once it has loaded numba's compiler, seconds before it could finish)."""
+    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path / "cache"), _ahead.SWITCH: "1"}
+    data = PACKAGE.parent / "data"
+    argv = ["postprocess", str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet")]
+    cli_run = [sys.executable, "-m", "ragframe.cli", *argv, "-o", str(tmp_path / "x.parquet")]
+    parent = subprocess.Popen(
+        cli_run, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (second := _children(parent.pid)) and time.monotonic() < deadline:
+            assert parent.poll() is None, "ended before starting a second process"
+            time.sleep(0.05)
+        assert second, "no second process"
+        maps = Path(f"/proc/{second[0]}/maps")
+        while _alive(second[0]) and "llvmlite" not in maps.read_text(errors="replace"):
+            time.sleep(0.05)  # compiling from here on
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 3
+    while any(map(_alive, second)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, second))
+    assert not (tmp_path / "x.parquet").exists()
 
 
 # --- what a command loads --------------------------------------------------------------

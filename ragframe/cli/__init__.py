@@ -26,11 +26,12 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from contextlib import nullcontext
 from importlib import metadata
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TextIO
 
 from ragframe.cli import _signals
 from ragframe.cli._common import Parser
 from ragframe.errors import RagframeError
+from ragframe.io import STDIO
 
 Runner = Callable[[argparse.Namespace], dict[str, Any]]
 INTERRUPTED = 130
@@ -77,12 +78,12 @@ COMMANDS = {
 """The subcommands in ``ragframe --help`` order."""
 
 
-def _print_summary(title: str, summary: dict[str, Any]) -> None:
+def _print_summary(title: str, summary: dict[str, Any], file: TextIO) -> None:
     width = max(len(k) for k in summary)
-    print(title)
+    print(title, file=file)
     for key, value in summary.items():
         shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
-        print(f"  {key.ljust(width)}  {shown}")
+        print(f"  {key.ljust(width)}  {shown}", file=file)
 
 
 def version_text() -> str:
@@ -144,7 +145,8 @@ def _run(argv: Sequence[str] | None) -> int:
     started = time.perf_counter()
     summary = runner(args)
     summary["seconds"] = f"{time.perf_counter() - started:.3f}"
-    _print_summary(f"ragframe {args.command}", summary)
+    to_stdout = getattr(args, "output", None) == STDIO  # the output itself goes there
+    _print_summary(f"ragframe {args.command}", summary, sys.stderr if to_stdout else sys.stdout)
     return 0
 
 

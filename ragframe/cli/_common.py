@@ -81,9 +81,10 @@ def check_output(path: str) -> None:
     io.check_output(path)
 
 
-def write(result: pl.DataFrame, path: str) -> None:
-    """Write atomically; an unwritable target is a RagframeError, not a traceback."""
-    io.write_table(result, path)
+def write(result: pl.DataFrame, path: str, fmt: str | None = None) -> None:
+    """Write atomically (``fmt``: the format of ``-``); an unwritable target is a
+    RagframeError, not a traceback."""
+    io.write_table(result, path, fmt=fmt)
 
 
 def add_command(
@@ -100,14 +101,67 @@ def add_command(
     )
 
 
+OUTPUT_FORMATS = {"parquet": "parquet", "arrow": "ipc", "csv": "csv", "jsonl": "ndjson"}
+"""``--format`` values and the format each names."""
+
+
 def add_output(parser: argparse.ArgumentParser) -> None:
-    """The ``-o/--output`` option every subcommand has."""
+    """The ``-o/--output``, ``--format`` and ``--quiet`` options every subcommand has."""
     parser.add_argument(
         "-o",
         "--output",
         required=True,
         metavar="OUT",
-        help="output table, written atomically (a temporary file renamed into place; "
-        "the mode of an existing file is kept, a symbolic link is written through); the "
-        "format comes from the extension (.parquet, .arrow, .csv, .jsonl)",
+        help="output table, written atomically (a temporary renamed into place; the mode "
+        "of an existing file is kept, a symbolic link is written through): a file, the "
+        "format from its extension (.parquet, .arrow, .csv, .jsonl); a directory of "
+        "Parquet parts (a path ending with '/'); or '-', standard output (see --format)",
     )
+    parser.add_argument(
+        "--format",
+        dest="output_format",
+        choices=list(OUTPUT_FORMATS),
+        default="jsonl",
+        help="the format of '-o -' (standard output; default: jsonl)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar (it is shown only when standard error is a terminal)",
+    )
+
+
+def add_partition_size(parser: argparse.ArgumentParser, rows: bool, default: int) -> None:
+    """``--rows-per-partition`` (``rows``) or ``--text-per-partition``: how much each
+    partition of a dataset run holds (peak memory grows with it)."""
+    if rows:
+        name, what = "--rows-per-partition", "input rows per partition (whole queries)"
+    else:
+        name, what = "--text-per-partition", "bytes of documents' content per partition"
+    parser.add_argument(
+        name,
+        type=positive,
+        default=default,
+        metavar="N",
+        help=f"{what}; peak memory grows with it (default: {default:_})",
+    )
+
+
+def positive(text: str) -> int:
+    """An option value that must be a positive integer (``_`` separators allowed)."""
+    value = integer(text.replace("_", ""))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """The format ``--format`` names (used for standard output)."""
+    return OUTPUT_FORMATS[args.output_format]
+
+
+def progress(args: argparse.Namespace) -> bool | None:
+    """The ``progress`` argument of a dataset run: off with ``--quiet``, else shown
+    when standard error is a terminal."""
+    return False if args.quiet else None

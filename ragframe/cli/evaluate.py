@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ragframe import schema as c
-from ragframe.cli._common import add_command, add_output, collect, write
+from ragframe.cli._common import add_command, add_output, collect, output_format, write
 from ragframe.cli._engine import add_engine_options, on_engine, run_on_engine
 from ragframe.errors import ConfigError
 from ragframe.evaluate import evaluate, read_qrels, summarize
@@ -106,10 +106,10 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
         chunks=chunks,
     )
     (per_query,) = collect(lambda: [plan], args.input)
-    write(per_query, args.output)
+    write(per_query, args.output, output_format(args))
     means = summarize(per_query)
     if args.summary:
-        write(means, args.summary)
+        write(means, args.summary, output_format(args))
     table: dict[str, Any] = {}
     for name, value in means.row(0, named=True).items():
         table[name] = value if isinstance(value, int) else _shown(value)

@@ -6,14 +6,18 @@ import argparse
 import sys
 from typing import Any
 
-import polars as pl
-
-from ragframe.cli._common import add_command, add_output, check_output, collect, write
+from ragframe.cli._common import (
+    add_command,
+    add_output,
+    add_partition_size,
+    one_line_errors,
+    output_format,
+    progress,
+)
 from ragframe.cli._engine import add_engine_options, on_engine, run_on_engine
 from ragframe.cli._options import add_config_options, config_from_args
-from ragframe.fetch import FetchConfig, fetch, missing_documents
-from ragframe.fetch._strategy import request_key
-from ragframe.io import scan_table
+from ragframe.dataset import FETCH_TEXT, fetch_dataset
+from ragframe.fetch import FetchConfig
 from ragframe.schema import MISSING, STRATEGIES
 
 
@@ -31,6 +35,7 @@ def add_fetch(sub: Any) -> None:
     p.add_argument("--sizes", metavar="SIZES", help="doc_id, content_length (search phase)")
     add_output(p)
     add_engine_options(p)
+    add_partition_size(p, False, FETCH_TEXT)
     add_config_options(
         p,
         FetchConfig,
@@ -40,33 +45,35 @@ def add_fetch(sub: Any) -> None:
 
 
 def run_fetch(args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``fetch`` partition by partition (:func:`ragframe.fetch_dataset`); requests
+    whose document is missing are counted and named in a warning."""
     if on_engine(args):
         return run_on_engine(args, "fetch")
     config = config_from_args(FetchConfig, args)
-    requests, documents = scan_table(args.requests), scan_table(args.documents)
-    sizes = scan_table(args.sizes) if args.sizes else None
-    check_output(args.output)
-    out, missing, counted = collect(
-        lambda: [
-            fetch(requests, documents, config, sizes=sizes),
-            missing_documents(requests, documents),
-            requests.select(pl.len()),
-        ],
-        *[args.requests, args.documents, *([args.sizes] if args.sizes else [])],
-    )
-    write(out, args.output)
-    counts = out["strategy"].value_counts()
-    per = dict(zip(counts["strategy"].to_list(), counts["count"].to_list(), strict=True))
-    summary: dict[str, Any] = {"requests": int(counted.item()), "rows": out.height}
-    summary.update({name: per.get(name, 0) for name in STRATEGIES if name != MISSING})
-    summary["missing_documents"] = missing.height
-    if missing.height:
-        ids = missing[request_key(missing.schema)].unique(maintain_order=True).to_list()
+    sources = [args.requests, args.documents, *([args.sizes] if args.sizes else [])]
+    with one_line_errors(*sources):
+        run = fetch_dataset(
+            args.requests,
+            args.documents,
+            args.output,
+            config,
+            sizes=args.sizes,
+            text_per_partition=args.text_per_partition,
+            progress=progress(args),
+            fmt=output_format(args),
+        )
+    counts = run.counts
+    summary: dict[str, Any] = {"requests": counts["requests"], "rows": counts["rows"]}
+    summary.update({name: counts[name] for name in STRATEGIES if name != MISSING})
+    summary["missing_documents"] = counts[MISSING]
+    if counts[MISSING]:
+        ids = run.missing_ids
         shown = ", ".join(map(str, ids[:20])) + (", ..." if len(ids) > 20 else "")
         summary["missing_ids"] = shown
         print(
-            f"warning: {missing.height} requested documents not in {args.documents}: {shown}",
+            f"warning: {counts[MISSING]} requested documents not in {args.documents}: {shown}",
             file=sys.stderr,
         )
+    summary["partitions"] = run.partitions
     summary["output"] = args.output
     return summary

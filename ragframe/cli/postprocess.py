@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import polars as pl
-
-from ragframe import schema as c
-from ragframe.cli._common import add_command, add_output, check_output, collect, write
+from ragframe.cli._common import (
+    add_command,
+    add_output,
+    add_partition_size,
+    one_line_errors,
+    output_format,
+    progress,
+)
 from ragframe.cli._engine import add_engine_options, on_engine, run_on_engine
 from ragframe.cli._options import add_config_options, config_from_args
-from ragframe.io import scan_table
-from ragframe.postprocess import PostprocessConfig, missing_text_counts, postprocess
+from ragframe.dataset import ROWS_PER_PARTITION, postprocess_dataset
+from ragframe.postprocess import PostprocessConfig
 
 EPILOG = """\
 input columns (RESULTS):
@@ -25,6 +29,11 @@ input columns (RESULTS):
   rerank_score   float, optional; null = use similarity
   anything else  passed through from the first chunk of each block
 
+RESULTS and CHUNKS may be a file, a glob ('runs/*.parquet'), a directory (a Parquet
+dataset, hive partitions read) or '-' (standard input). Any size: the queries are
+processed in partitions of about --rows-per-partition candidates (whole queries,
+whatever the input's order), each written as soon as it is done: memory stays flat.
+
 output columns (OUT), one row per block, sorted by query_id, block_rank:
   query_id, block_rank, entity_type, entity_id, start_chunk_index,
   end_chunk_index, text, max_similarity, avg_similarity, source_chunk_count,
@@ -33,6 +42,7 @@ output columns (OUT), one row per block, sorted by query_id, block_rank:
 
 formats, by file extension: .parquet .pq, .arrow .ipc .feather, .csv,
 .jsonl .ndjson .json (JSON lines). In CSV, chunk_indexes is written as "0,1,2".
+OUT ending with '/' is a directory of Parquet parts, in output order.
 """
 
 
@@ -59,37 +69,38 @@ def add_postprocess(sub: Any) -> None:
     )
     add_output(p)
     add_engine_options(p)
+    add_partition_size(p, True, ROWS_PER_PARTITION)
     add_config_options(p, PostprocessConfig)
     p.set_defaults(run=run_postprocess)
 
 
 def run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
-    """Run ``postprocess``; the summary counts queries, rows, candidates without text in
-    the chunk store, blocks and characters."""
+    """Run ``postprocess`` partition by partition (:func:`ragframe.postprocess_dataset`);
+    the summary counts queries, rows, candidates without text in the chunk store,
+    blocks, characters and partitions."""
     if on_engine(args):
         return run_on_engine(args, "postprocess")
     config = config_from_args(PostprocessConfig, args)
-    candidates = scan_table(args.results)
-    chunks = scan_table(args.chunks) if args.chunks else None
-    check_output(args.output)
-    counts = pl.len().alias("rows"), pl.col(c.QUERY_ID).n_unique().alias("queries")
-    blocks, stats, missing = collect(
-        lambda: [
-            postprocess(candidates, config, chunks=chunks),
-            candidates.select(counts),
-            missing_text_counts(candidates, chunks),
-        ],
-        *[args.results, *([args.chunks] if args.chunks else [])],
-    )
-    write(blocks, args.output)
-    lacking, queries = missing.row(0)
+    sources = [args.results, *([args.chunks] if args.chunks else [])]
+    with one_line_errors(*sources):
+        run = postprocess_dataset(
+            args.results,
+            args.output,
+            config,
+            chunks=args.chunks,
+            rows_per_partition=args.rows_per_partition,
+            progress=progress(args),
+            fmt=output_format(args),
+        )
+    counts = run.counts
     return {
-        "queries": int(stats["queries"][0]),
-        "candidates in": int(stats["rows"][0]),
-        "missing text": f"{lacking} candidates in {queries} queries "
-        f"(missing_text={config.missing_text})",
-        "blocks out": blocks.height,
-        "characters out": int(blocks[c.CHAR_COUNT].sum()),
-        "truncated blocks": int(blocks[c.TRUNCATED].sum()),
+        "queries": counts["queries"],
+        "candidates in": counts["candidates"],
+        "missing text": f"{counts['missing_text_candidates']} candidates in "
+        f"{counts['missing_text_queries']} queries (missing_text={config.missing_text})",
+        "blocks out": counts["blocks"],
+        "characters out": counts["characters"],
+        "truncated blocks": counts["truncated"],
+        "partitions": run.partitions,
         "output": str(args.output),
     }

@@ -8,10 +8,21 @@ from typing import Any
 import polars as pl
 
 from ragframe import io
-from ragframe.cli._common import add_command, add_output, check_output, collect, write
+from ragframe.cli._common import (
+    add_command,
+    add_output,
+    add_partition_size,
+    check_output,
+    collect,
+    one_line_errors,
+    output_format,
+    progress,
+    write,
+)
 from ragframe.cli._options import add_config_options, config_from_args
+from ragframe.dataset import CHUNK_TEXT, chunk_dataset
 from ragframe.schema import DOC_ID, TEXT, TRUNCATED
-from ragframe.window import WindowConfig, assemble, chunk, windows
+from ragframe.window import WindowConfig, assemble, windows
 
 
 def _add_window_options(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +64,7 @@ def run_window(args: argparse.Namespace) -> dict[str, Any]:
         lambda: [plan(sections, config), sections.select(pl.col(DOC_ID).n_unique())],
         args.sections,
     )
-    write(result, args.output)
+    write(result, args.output, output_format(args))
     summary: dict[str, Any] = {"documents": int(counted.item())}
     if args.single:
         summary["truncated"] = int(result[TRUNCATED].sum())
@@ -77,21 +88,21 @@ def add_chunk(sub: Any) -> None:
     )
     parser.add_argument("documents", metavar="DOCUMENTS", help="input table of documents")
     _add_window_options(parser)
+    add_partition_size(parser, False, CHUNK_TEXT)
     parser.set_defaults(run=run_chunk)
 
 
 def run_chunk(args: argparse.Namespace) -> dict[str, Any]:
-    """Run ``chunk``; ``characters`` counts the characters written in ``text``."""
+    """Run ``chunk`` batch by batch (:func:`ragframe.chunk_dataset`); ``characters``
+    counts the characters written in ``text``."""
     config = config_from_args(WindowConfig, args)
-    documents = io.scan_table(args.documents)
-    check_output(args.output)
-    result, counted = collect(
-        lambda: [chunk(documents, config), documents.select(pl.len())], args.documents
-    )
-    write(result, args.output)
-    return {
-        "documents": int(counted.item()),
-        "chunks": result.height,
-        "characters": int(result[TEXT].str.len_chars().sum()),
-        "output": args.output,
-    }
+    with one_line_errors(args.documents):
+        run = chunk_dataset(
+            args.documents,
+            args.output,
+            config,
+            text_per_partition=args.text_per_partition,
+            progress=progress(args),
+            fmt=output_format(args),
+        )
+    return {**run.counts, "partitions": run.partitions, "output": args.output}

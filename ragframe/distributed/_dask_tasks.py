@@ -10,10 +10,10 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from ragframe.dataset._run import ROWS_PER_PARTITION
 from ragframe.distributed import _parts as parts
 from ragframe.distributed._inputs import (
     PART,
-    ROWS_PER_PARTITION,
     is_path,
     local_table,
     parquet_files,

@@ -18,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
+from ragframe.dataset._run import ROWS_PER_PARTITION
 from ragframe.errors import ConfigError, RagframeError
 
 POS = c.TMP + "pos"
@@ -33,8 +34,6 @@ BROADCAST_LIMIT = 256 * 2**20
 """A store (chunks or documents) up to this many bytes in memory (Arrow) is broadcast:
 one copy per worker, every partition reads it there. A larger one is joined by key: only
 the rows each partition needs travel, by the engine's shuffle."""
-ROWS_PER_PARTITION = 2_000_000
-"""Rows per partition aimed at: a partition is processed in one call, in memory."""
 PathLike: TypeAlias = str | os.PathLike[str]
 Source: TypeAlias = PathLike | Sequence[PathLike]
 

@@ -3,7 +3,6 @@ files in and out (``qid Q0 docid rank score tag``)."""
 
 from __future__ import annotations
 
-import importlib
 import os
 from functools import partial
 from itertools import pairwise
@@ -18,13 +17,6 @@ from ragframe import schema as c
 from ragframe.errors import RagframeError
 from ragframe.evaluate._qrels import typed_ids, whitespace_fields
 from ragframe.io import write_atomically
-
-
-def _kernels() -> Any:
-    """The ranking kernels (:mod:`._ranking`), imported at first use: importing them
-    imports numba, which a command that evaluates nothing (``--help``, ``fetch``)
-    should not pay for."""
-    return importlib.import_module("ragframe.evaluate._ranking")
 
 
 def document_ranking(candidates: Any) -> pl.LazyFrame:
@@ -89,7 +81,9 @@ def relevant_ranks(
     query = rows.collect_schema()[c.QUERY_ID]
     types = {c.QUERY_ID: query, c.RANK: pl.Int64(), c.GAIN: pl.Float64(), c.T_POSITION: pl.Int64()}
     schema = pl.Schema(types)
-    limit = _kernels().COUNT_UP_TO if count_up_to is None else count_up_to
+    from ragframe.evaluate._ranking import COUNT_UP_TO  # numba: at first use, not for --help
+
+    limit = COUNT_UP_TO if count_up_to is None else count_up_to
     kernel = partial(_found, relevant=wanted, count_up_to=limit)
     return rows.map_batches(kernel, schema=schema)
 
@@ -132,13 +126,17 @@ def _ranked(frame: pl.DataFrame) -> pl.DataFrame:
     frame = _grouped(frame)
     (key,) = _keys(frame[c.DOC_ID])
     starts = _starts(frame[c.QUERY_ID])
-    rows, best, rank = _kernels().rank_documents(starts, key, frame[c.SCORE].to_numpy())
+    from ragframe.evaluate._ranking import rank_documents  # numba: at first use
+
+    rows, best, rank = rank_documents(starts, key, frame[c.SCORE].to_numpy())
     taken: pl.DataFrame = frame.select(c.QUERY_ID, c.DOC_ID)[rows]
     return taken.with_columns(pl.Series(c.SCORE, best), pl.Series(c.RANK, rank))
 
 
 def _found(frame: pl.DataFrame, relevant: pl.DataFrame, count_up_to: int) -> pl.DataFrame:
     """:func:`relevant_ranks` of :func:`ranking_rows`' rows."""
+    from ragframe.evaluate._ranking import relevant_ranks as relevant_ranks_kernel  # numba
+
     frame = _grouped(frame)
     starts = _starts(frame[c.QUERY_ID])
     heads = frame[c.QUERY_ID].gather(starts[:-1])
@@ -150,7 +148,7 @@ def _found(frame: pl.DataFrame, relevant: pl.DataFrame, count_up_to: int) -> pl.
     places = wanted[c.T_POSITION].to_numpy()
     bounds = np.searchsorted(places, np.arange(heads.len() + 1)).astype(np.int64)
     key, wanted_key = _keys(frame[c.DOC_ID], wanted[c.DOC_ID])
-    query, rank, place, entry = _kernels().relevant_ranks(
+    query, rank, place, entry = relevant_ranks_kernel(
         starts, key, frame[c.SCORE].to_numpy(), bounds, wanted_key, count_up_to
     )
     found = pl.DataFrame({c.RANK: rank, c.T_POSITION: place, c.T_ROW: entry})

@@ -15,7 +15,8 @@ Parameters                          :mod:`._config` (:class:`FetchConfig` extend
     query terms, blank queries,     :mod:`._analysis` (token rules, sentence ends,
     "..." joining                   the ellipsis)
     document tokens                 :mod:`._tokenize` (numpy kernel over the content
-                                    buffer), matches :mod:`._terms`
+                                    buffer; byte classes :mod:`._classes`), matches
+                                    :mod:`._terms`
     shared passage steps            :mod:`._passages` (needed documents, pair terms,
                                     matches, best passages, joining)
     FastVectorHighlighter           :mod:`._fvh` (fragment lists),

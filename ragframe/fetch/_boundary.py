@@ -16,7 +16,7 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe._arrow import Buffer, content_buffer, strings
-from ragframe.fetch._tokenize import Ints, chars, code_points
+from ragframe.fetch._classes import Ints, chars, code_points
 
 SCHEMA = {c.T_ORDER: pl.UInt32, c.START: pl.Int64, c.END: pl.Int64, c.T_FRAGMENT: pl.String}
 

@@ -123,7 +123,8 @@ def fvh_passages(
     """``__rf_pair, start, end, score, __rf_fragment``: the chosen fragments, in order.
 
     ``candidates``: ``doc_id, __rf_token, start, end``, the (lower-cased) document
-    tokens that may match (a superset of the matches; :func:`ragframe.fetch._passages.document_candidates`).
+    tokens that may match (a superset of the matches;
+    :func:`ragframe.fetch._passages.document_candidates`).
     """
     found = terms.join(candidates, left_on=[c.DOC_ID, c.T_TERM], right_on=[c.DOC_ID, c.T_TOKEN])
     matches = found.select(c.T_PAIR, c.START, c.END, c.T_TERM_CODE)

@@ -47,8 +47,9 @@ def document_runs(docs: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def document_candidates(docs: pl.LazyFrame, terms: pl.LazyFrame) -> pl.LazyFrame:
-    """``doc_id, __rf_token, start, end``: the word tokens (lower-cased) that may equal one of the terms
-    asked for in their document (:func:`ragframe.fetch._terms.candidate_tokens`)."""
+    """``doc_id, __rf_token, start, end``: the word tokens (lower-cased) that may equal
+    one of the terms asked for in their document
+    (:func:`ragframe.fetch._terms.candidate_tokens`)."""
     id_type = docs.collect_schema()[c.DOC_ID]
     asked = terms.group_by(c.DOC_ID).agg(pl.col(c.T_TERM).unique().alias(c.T_DOC_TERMS))
     frame = docs.select(c.DOC_ID, c.CONTENT).join(asked, on=c.DOC_ID)

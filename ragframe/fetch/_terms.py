@@ -3,7 +3,7 @@
 Why: turning every token of every document into a string (and lower-casing and joining
 it) was the dominant cost of highlighting, yet only a few tokens per document can equal
 one of the terms its queries ask for. This kernel finds the tokens of the whole
-content buffer (:func:`ragframe.fetch._tokenize.token_bytes`, whole-array numpy passes)
+content buffer (:func:`ragframe.fetch._tokenize.token_spans`, whole-array numpy passes)
 and keeps only the *candidates*:
 
 * every token holding a non-ASCII character (lower-casing can map it onto an ASCII term,
@@ -30,7 +30,8 @@ import polars as pl
 from ragframe import schema as c
 from ragframe._arrow import content_buffer, strings
 from ragframe.fetch._analysis import java_lower_tokens
-from ragframe.fetch._tokenize import Ints, chars, token_bytes
+from ragframe.fetch._classes import Ints, chars
+from ragframe.fetch._tokenize import token_spans
 
 _U64 = npt.NDArray[np.uint64]
 _FOLD = np.uint64(0x2020202020202020)
@@ -97,8 +98,7 @@ def _block_candidates(
 ) -> _Block:
     """The candidates of the rows ``first, first + 1, ...`` of the frame (``content``)."""
     buf = content_buffer(content)
-    starts, ends = token_bytes(buf)
-    lengths = ends - starts
+    starts, ends, lengths = token_spans(buf)
     counts = np.diff(np.searchsorted(starts, buf.doc_bytes))
     slot = _keys(buf.data, starts, lengths, _doc_mix(counts, first))
     slot >>= np.uint64(64 - bits)
@@ -141,8 +141,7 @@ def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
     rows = np.unique(np.concatenate([[0], marks, [docs.height]])).tolist()
     content = docs[c.CONTENT]
     blocks = [
-        _block_candidates(content.slice(lo, hi - lo), lo, table, bits)
-        for lo, hi in pairwise(rows)
+        _block_candidates(content.slice(lo, hi - lo), lo, table, bits) for lo, hi in pairwise(rows)
     ]
     before = np.cumsum([0] + [b.start.size for b in blocks[:-1]])
     multi = np.concatenate([b.multi + at for b, at in zip(blocks, before, strict=True)])

@@ -7,13 +7,14 @@ arithmetic, no table gathers (numpy turns a ``uint8`` index into ``intp`` first:
 gather per byte costs several passes): ASCII letters, digits and ``_`` are word bytes
 by comparisons of byte values, and so are the ASCII middle characters
 that join two word bytes (a few more comparisons, then the rules below at the few
-candidates); word runs come from one comparison of neighbours. Classes (a 256-entry
-table for ASCII bytes, the code point table of :mod:`ragframe.fetch._wordbreak` for
-multi-byte characters: :class:`Classes`) are looked up only where a rule looks: at the
-multi-byte characters (few, in most text), at the middle-character candidates and at
-run starts. Where multi-byte characters are common, a whole-buffer class array is
-built instead (:data:`DENSE`). No Python runs per row, document or token. Offsets are
-characters (code points).
+candidates); word runs come from one comparison of neighbours (runs of underscores
+only are unmarked first: not tokens). Classes (a 256-entry table for ASCII bytes, the
+code point table of :mod:`ragframe.fetch._wordbreak` for multi-byte characters:
+:class:`ragframe.fetch._classes.Classes`) are looked up only where a rule looks: at
+the multi-byte characters (few, in most text), at the middle-character candidates and
+at segment starts. Where multi-byte characters are common, a whole-buffer class array
+is built instead (:data:`ragframe.fetch._classes.DENSE`). No Python runs per row,
+document or token. Offsets are characters (code points).
 
 The rules work on bytes: continuation bytes and Extend/Format/ZWJ characters (WB4) are
 *see-through* (never a boundary before them) and carry the class of the character
@@ -41,9 +42,6 @@ UTF-16 units). Not reproduced: emoji ZWJ sequences (each emoji is its own token)
 
 from __future__ import annotations
 
-from functools import cache
-from typing import NamedTuple
-
 import numpy as np
 import numpy.typing as npt
 import polars as pl
@@ -51,175 +49,27 @@ import polars as pl
 from ragframe import schema as c
 from ragframe._arrow import Buffer, content_buffer, strings
 from ragframe.fetch import _wordbreak as wb
+from ragframe.fetch._classes import (
+    FIRST_MIDDLE,
+    HIGH,
+    MIDDLE,
+    MIDDLE_SPAN,
+    UNDERSCORE,
+    WORDISH,
+    Classes,
+    byte_table,
+    char_bytes,
+    chars,
+    classes,
+    pair_table,
+    triple_table,
+)
 
 MAX_TOKEN = 255
 """Lucene's ``StandardAnalyzer`` ``maxTokenLength``."""
 
 Ints = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
-
-_AN = (wb.ALETTER, wb.HEBREW, wb.NUMERIC)
-_LETTERS = (wb.ALETTER, wb.HEBREW)
-
-
-def _flags(classes: tuple[int, ...]) -> Flags:
-    out = np.zeros(wb.COUNT, dtype=bool)
-    out[list(classes)] = True
-    return out
-
-
-@cache
-def pair_table() -> Flags:
-    """``pair_table()[x * COUNT + y]``: no boundary between bases of classes x, y."""
-    join = np.zeros((wb.COUNT, wb.COUNT), dtype=bool)
-    an, kata, enl = list(_AN), wb.KATAKANA, wb.EXTENDNUMLET
-    join[np.ix_(an, an)] = True
-    join[kata, kata] = True
-    join[wb.SOUTHEAST_ASIAN, wb.SOUTHEAST_ASIAN] = True
-    join[[*an, kata, enl], enl] = True
-    join[enl, [*an, kata]] = True
-    join[wb.HEBREW, wb.SINGLE_QUOTE] = True
-    return join.ravel()
-
-
-@cache
-def triple_table() -> npt.NDArray[np.bool_]:
-    """``triple_table()[x, m, y]``: the middle base ``m`` joins both neighbours."""
-    join = np.zeros((wb.COUNT, wb.COUNT, wb.COUNT), dtype=bool)
-    letters, digit = list(_LETTERS), wb.NUMERIC
-    for mid in (wb.MIDLETTER, wb.MIDNUMLET, wb.SINGLE_QUOTE):
-        join[np.ix_(letters, [mid], letters)] = True
-    for mid in (wb.MIDNUM, wb.MIDNUMLET, wb.SINGLE_QUOTE):
-        join[digit, mid, digit] = True
-    join[wb.HEBREW, wb.DOUBLE_QUOTE, wb.HEBREW] = True
-    return join
-
-
-MIDDLE = _flags((wb.MIDLETTER, wb.MIDNUM, wb.MIDNUMLET, wb.SINGLE_QUOTE, wb.DOUBLE_QUOTE))
-ALONE = _flags((wb.HAN, wb.HIRAGANA, wb.EMOJI, wb.REGIONAL))
-"""Classes whose characters are tokens one by one (Regional Indicators: two by two)."""
-WORDISH = _flags((*_AN, wb.KATAKANA, wb.SOUTHEAST_ASIAN, wb.EXTENDNUMLET)) | ALONE
-"""Classes that can be inside a token without a rule looking around them."""
-
-_UNDERSCORE = ord("_")
-_FIRST_MIDDLE, _MIDDLE_SPAN = ord('"'), ord(";") - ord('"') + 1
-"""The ASCII middle characters are all in ``"`` to ``;``."""
-_HIGH = 0x80
-"""Bytes from here on belong to multi-byte characters (lead and continuation bytes)."""
-DENSE = 16
-"""With more than one multi-byte-character byte in ``DENSE``, classes are looked up in
-a whole-buffer array rather than by binary search among those bytes."""
-
-
-@cache
-def _byte_table() -> npt.NDArray[np.uint8]:
-    """Class of each byte value: ASCII characters, continuation bytes; lead bytes are
-    looked up by code point."""
-    out = np.full(256, wb.OTHER, dtype=np.uint8)
-    out[:_HIGH] = wb.table()[:_HIGH]
-    out[_HIGH:0xC0] = wb.CONTINUATION
-    return out
-
-
-@cache
-def _middle_bytes() -> Flags:
-    """Byte values that may start a middle character: ASCII ones, and every byte of a
-    multi-byte character (its class is then looked up)."""
-    out = MIDDLE[_byte_table()]
-    out[_HIGH:] = True
-    return out
-
-
-def code_points(data: npt.NDArray[np.uint8], lead: Ints) -> Ints:
-    """Code points of the multi-byte characters whose lead bytes are at ``lead``."""
-    first = data[lead].astype(np.int64)
-    b1, b2, b3 = (data.take(lead + k, mode="clip").astype(np.int64) & 0x3F for k in (1, 2, 3))
-    two = ((first & 0x1F) << 6) | b1
-    three = ((first & 0x0F) << 12) | (b1 << 6) | b2
-    four = ((first & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3
-    points = np.where(first >= 0xF0, four, np.where(first >= 0xE0, three, two))
-    return np.minimum(points, 0x10FFFF)
-
-
-class Classes(NamedTuple):
-    """The token class of the bytes of a buffer, kept only where it takes a lookup.
-
-    An ASCII byte's class is its value's (:func:`_byte_table`); the bytes of multi-byte
-    characters (``high``, sorted) have theirs in ``kind``. Continuation bytes and
-    Extend/Format/ZWJ characters (WB4) are *see-through* (``see``, sorted): never a
-    boundary before them, and their class is that of the character before them; not at
-    the start of a document, where such a character keeps its own class (``EXTEND``:
-    never in a token), as Lucene has it at the start of a text.
-    """
-
-    data: npt.NDArray[np.uint8]
-    high: Ints
-    """Positions of the bytes of multi-byte characters."""
-    kind: npt.NDArray[np.uint8]
-    """Class of each of them (see-through ones: the class of the character before)."""
-    see: Ints
-    """Positions of see-through bytes."""
-    see_next: Ints
-    """For each, the first byte after its run of see-through bytes."""
-    bases: Ints
-    """Lead bytes of multi-byte characters that are not see-through."""
-    dense: npt.NDArray[np.uint8] | None
-    """Every byte's class, when multi-byte characters are common (else ``None``)."""
-
-    def at(self, positions: Ints) -> npt.NDArray[np.uint8]:
-        """The class of the bytes at ``positions`` (valid positions)."""
-        if self.dense is not None:
-            return self.dense[positions]
-        value = self.data[positions]
-        out = _byte_table()[value]
-        high = np.flatnonzero(value >= _HIGH)
-        if high.size:
-            out[high] = self.kind[np.searchsorted(self.high, positions[high])]
-        return out
-
-    def next_base(self, at: Ints) -> Ints:
-        """The first byte after ``at`` that starts a base character (or the end)."""
-        nxt = at + 1
-        if not self.see.size:
-            return nxt
-        index = np.minimum(np.searchsorted(self.see, nxt), self.see.size - 1)
-        return np.where(self.see[index] == nxt, self.see_next[index], nxt)
-
-
-def classes(buf: Buffer) -> Classes:
-    """:class:`Classes` of ``buf``: work on its multi-byte characters only."""
-    data, lead, cont = buf.data, buf.lead, buf.cont_at
-    if (lead.size + cont.size) * DENSE > data.size:
-        high = np.flatnonzero(data >= _HIGH)
-    else:
-        high = np.sort(np.concatenate([lead, cont]))
-    kind = np.full(high.size, wb.CONTINUATION, dtype=np.uint8)
-    is_lead = data[high] >= 0xC0
-    kind[is_lead] = wb.table()[code_points(data, lead)]
-    see_through = (kind == wb.CONTINUATION) | (kind == wb.EXTEND)
-    if high.size:  # an Extend character that starts a document is a base there (WB4)
-        at = np.minimum(np.searchsorted(high, buf.doc_bytes[:-1]), high.size - 1)
-        see_through[at[high[at] == buf.doc_bytes[:-1]]] = False
-    bases = high[is_lead & ~see_through]
-    see = high[see_through]
-    see_next = see + 1
-    if see.size:  # each takes the class of the byte before its run (the first byte: its own)
-        new = np.ones(see.size, dtype=bool)  # a run of see-through bytes starts
-        new[1:] = see[1:] != see_next[:-1]
-        run = np.cumsum(new) - 1
-        lasts = np.append(np.flatnonzero(new)[1:] - 1, see.size - 1)
-        see_next = see_next[lasts][run]
-        before = np.maximum(see[new] - 1, 0)
-        value = data[before]
-        base = _byte_table()[value]
-        high_before = np.flatnonzero(value >= _HIGH)
-        base[high_before] = kind[np.searchsorted(high, before[high_before])]
-        kind[see_through] = base[run]
-    dense = None
-    if high.size * DENSE > data.size:
-        dense = _byte_table()[data]
-        dense[high] = kind
-    return Classes(data, high, kind, see, see_next, bases, dense)
 
 
 def with_points(bounds: Ints, points: Ints) -> Ints:
@@ -249,7 +99,7 @@ def _word_flags(cls: Classes, scratch: npt.NDArray[np.uint8]) -> tuple[Flags, In
     np.subtract(data, np.uint8(ord("0")), out=scratch)
     np.less(scratch, np.uint8(10), out=test)
     word |= test
-    np.equal(data, np.uint8(_UNDERSCORE), out=test)
+    np.equal(data, np.uint8(UNDERSCORE), out=test)
     word |= test
     underscores = np.flatnonzero(test)
     if cls.high.size:
@@ -279,20 +129,20 @@ def _bridge(cls: Classes, flags: Flags, doc: Ints, scratch: npt.NDArray[np.uint8
     data, size = cls.data, cls.data.size
     scratch = scratch[:size]
     middle = scratch.view(np.bool_)
-    np.subtract(data, np.uint8(_FIRST_MIDDLE), out=scratch)
-    np.less(scratch, np.uint8(_MIDDLE_SPAN), out=middle)
+    np.subtract(data, np.uint8(FIRST_MIDDLE), out=scratch)
+    np.less(scratch, np.uint8(MIDDLE_SPAN), out=middle)
     middle &= flags[:-2]  # the byte before is a word byte
     middle &= flags[2:]  # and the byte after (a base character: a word byte is not see-through)
     np.greater(middle, flags[1:-1], out=middle)  # and it is not one
     g = np.flatnonzero(middle)
-    ok = triple_table()[cls.at(g - 1), _byte_table()[data[g]], cls.at(g + 1)]
+    ok = triple_table()[cls.at(g - 1), byte_table()[data[g]], cls.at(g + 1)]
     ok &= ~_crossing(doc, g - 1, g + 1)
     flags[g[ok] + 1] = True
     if not cls.high.size:
         return
     before = cls.see[cls.see > 0] - 1  # an ASCII middle character, then see-through ones
     value = data[before]
-    before = before[(value < _HIGH) & MIDDLE[_byte_table()[value]]]
+    before = before[(value < HIGH) & MIDDLE[byte_table()[value]]]
     g = np.union1d(cls.bases[MIDDLE[cls.at(cls.bases)]], before)
     g = g[g > 0]
     n = cls.next_base(g)
@@ -324,7 +174,8 @@ def _underscore_runs(flags: Flags, underscores: Ints) -> Ints:
     if not alone.any():
         return underscores
     _mark(flags, lo[alone], hi[alone], False)
-    return underscores[~np.repeat(alone, np.diff(np.append(first, underscores.size)))]
+    kept: Ints = underscores[~np.repeat(alone, np.diff(np.append(first, underscores.size)))]
+    return kept
 
 
 def _word_runs(cls: Classes, doc: Ints) -> tuple[Ints, Ints, Ints]:
@@ -434,31 +285,18 @@ def _without_extendnumlet(
     return starts, ends
 
 
-def chars(positions: Ints, cont_at: Ints) -> Ints:
-    """Character index of byte ``positions`` (bytes minus continuation bytes before)."""
-    if not cont_at.size:
-        return positions
-    return positions - np.searchsorted(cont_at, positions)
-
-
-def char_bytes(char: Ints, cont_at: Ints) -> Ints:
-    """Byte position of global character index ``char`` (inverse of :func:`chars`)."""
-    if not cont_at.size:
-        return char
-    before = cont_at - np.arange(cont_at.size)  # characters before each continuation byte
-    return char + np.searchsorted(before, char, side="right")
-
-
-def _split_long(starts: Ints, ends: Ints, cont_at: Ints) -> tuple[Ints, Ints]:
-    """Tokens longer than :data:`MAX_TOKEN` characters cut every :data:`MAX_TOKEN`."""
-    maybe = np.flatnonzero(ends - starts > MAX_TOKEN)
+def _split_long(starts: Ints, ends: Ints, cont_at: Ints) -> tuple[Ints, Ints, Ints]:
+    """Tokens longer than :data:`MAX_TOKEN` characters cut every :data:`MAX_TOKEN`;
+    their starts, ends and byte lengths."""
+    lengths = ends - starts
+    maybe = np.flatnonzero(lengths > MAX_TOKEN)
     if not maybe.size:
-        return starts, ends
+        return starts, ends, lengths
     first, last = chars(starts[maybe], cont_at), chars(ends[maybe], cont_at)
     long = last - first > MAX_TOKEN
     maybe, first, last = maybe[long], first[long], last[long]
     if not maybe.size:
-        return starts, ends
+        return starts, ends, lengths
     pieces = (last - first + MAX_TOKEN - 1) // MAX_TOKEN
     owner = np.repeat(np.arange(maybe.size), pieces)
     rank = np.arange(owner.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
@@ -469,13 +307,21 @@ def _split_long(starts: Ints, ends: Ints, cont_at: Ints) -> tuple[Ints, Ints]:
     new_starts = np.concatenate([starts[keep], char_bytes(piece_start, cont_at)])
     new_ends = np.concatenate([ends[keep], char_bytes(piece_end, cont_at)])
     order = np.argsort(new_starts, kind="stable")
-    return new_starts[order], new_ends[order]
+    starts, ends = new_starts[order], new_ends[order]
+    return starts, ends, ends - starts
+
+
+def token_spans(buf: Buffer) -> tuple[Ints, Ints, Ints]:
+    """Byte start, end (exclusive) and length of every token of every row of ``buf``,
+    in order (the lengths, computed for the split of long tokens, are the hash's)."""
+    starts, ends = _segments(buf)
+    return _split_long(starts, ends, buf.cont_at)
 
 
 def token_bytes(buf: Buffer) -> tuple[Ints, Ints]:
     """Byte start and end (exclusive) of every token of every row of ``buf``, in order."""
-    starts, ends = _segments(buf)
-    return _split_long(starts, ends, buf.cont_at)
+    starts, ends, _ = token_spans(buf)
+    return starts, ends
 
 
 def _runs(starts: Ints, ends: Ints, doc_bytes: Ints) -> tuple[Ints, Ints, Flags]:

@@ -10,6 +10,12 @@ it loads it from the cache; started, it waits for it; not started, it compiles i
 itself and tells the other to skip it. The other process ends when this one does (it
 watches its stdin), and its failure only means this process compiles more itself.
 
+A second process helps only where a CPU is idle: on a machine whose CPUs are busy
+already it takes their time from this one and adds its own start and the helpers both
+compile (about 3 s of CPU), so it is started only while the load average leaves a CPU
+free (:func:`idle_cpu`). ``RAGFRAME_COMPILE_AHEAD=1`` starts it whatever the load,
+``0`` never.
+
 Each kernel file registers a :func:`sample` that runs its kernel through its wrapper on
 a few rows: the wrapper gives the kernel its one signature (:mod:`._compile`), so the
 sample compiles exactly what a real call needs.
@@ -27,6 +33,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import IO, TypeVar
 
+SWITCH = "RAGFRAME_COMPILE_AHEAD"
+"""``1``: a second process whatever the load; ``0``: none; unset: while a CPU is idle."""
 RUN_ORDER = {
     "_dense_probe": "_store",
     "_table": "_store",
@@ -115,7 +123,8 @@ def missed(name: str, cached: Callable[[str], bool]) -> None:
     """Kernel ``name`` is not in the cache: compile the kernels after it that are not
     (``cached`` tells) in a second process, if none was started and a second CPU is
     there."""
-    if name not in RUN_ORDER or _SECOND or _threads() < 2:
+    wanted = {"0": False, "1": True}.get(os.environ.get(SWITCH, ""))
+    if name not in RUN_ORDER or _SECOND or not (idle_cpu() if wanted is None else wanted):
         return
     later = list(RUN_ORDER)[list(RUN_ORDER).index(name) + 1 :]
     names = [k for k in reversed(later) if not cached(k)]
@@ -156,6 +165,17 @@ def _tell(stream: IO[str] | None, name: str) -> None:
             stream.flush()
     except OSError:  # it has ended
         pass
+
+
+def idle_cpu() -> bool:
+    """Whether a CPU is free for a second process: two or more CPUs, and a 1-minute load
+    average below their number less one (this process)."""
+    cpus = _threads()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on every platform: count the CPUs only
+        load = 0.0
+    return cpus >= 2 and load < cpus - 1
 
 
 def _threads() -> int:

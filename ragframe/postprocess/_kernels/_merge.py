@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from ragframe._arrow import string_addresses
@@ -55,15 +56,16 @@ def _merge(
     max_gap: int,
     cap: int,
     by_offsets: bool,
-    start_char: I64,
-    end_char: I64,
+    start_char: F64,
+    end_char: F64,
     part: tuple[int, int, int],
     piece: I64,
     blocks: MergeBlocks,
 ) -> None:
     """Rules 6-8 for the groups of rows ``part[0]:part[1]``: rows in merge order,
-    ``group_start`` marking each group's first row, ``rerank`` NaN where null; no
-    block is longer than ``part[2]`` bytes.
+    ``group_start`` marking each group's first row, ``rerank`` and the offsets NaN
+    where null (offsets as floats: exact below 2**53, and one signature whether or not
+    a chunk lacks them); no block is longer than ``part[2]`` bytes.
 
     Sets per row, in ``piece``, what it adds to its block: its text from that byte
     (0 where it starts a block), or -1 for "\n" + its whole text; and in ``blocks``
@@ -84,7 +86,7 @@ def _merge(
     b = -1  # the current block's first row
     used = ZERO  # the current block's bytes
     chars = 0  # the current block's length in code points
-    char_end = ZERO
+    char_end = 0.0  # float64, as the offsets: one signature of offsets_cut
     for r in range(lo, hi):
         prefetch_text(address, length, r + PREFETCH_AHEAD)
         data = text_at(address, length, r)
@@ -272,8 +274,8 @@ def merge(
     rerank: F64,
     max_gap: int,
     cap: int,
-    start_char: I64 | None = None,
-    end_char: I64 | None = None,
+    start_char: npt.NDArray[np.int64 | np.float64] | None = None,
+    end_char: npt.NDArray[np.int64 | np.float64] | None = None,
 ) -> MergeResult:
     """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given.
     Every array is in merge order, the texts as addresses and lengths
@@ -294,8 +296,8 @@ def merge(
         frozen(rerank, np.float64),
     )
     offsets = (
-        frozen(start_char if start_char is not None else zeros, np.int64),
-        frozen(end_char if end_char is not None else zeros, np.int64),
+        frozen(start_char if start_char is not None else zeros, np.float64),
+        frozen(end_char if end_char is not None else zeros, np.float64),
     )
     group_firsts = np.flatnonzero(group_start)
     # a block's text is at most its group's bytes and a newline per chunk

@@ -272,9 +272,10 @@ def _overlap_kmp(
 
 @internal
 def offsets_cut(
-    data: U8, t0: int, t1: int, start: int, end: int, block_end: int
+    data: U8, t0: int, t1: int, start: float, end: float, block_end: float
 ) -> tuple[int, int]:
-    """``overlap="offsets"``: where the appended text starts (-1: "\\n" + the chunk)."""
+    """``overlap="offsets"``: where the appended text starts (-1: "\\n" + the chunk);
+    the offsets are floats (whole numbers, or NaN for a chunk the store lacks)."""
     if end <= block_end:
         return t1, code_points(data, t0, t1)
     if start <= block_end:

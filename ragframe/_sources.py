@@ -1,0 +1,219 @@
+"""Where an input table is: a file, a glob, a directory (a Parquet dataset, hive
+partitions read, or files of one other format), or ``-``, standard input.
+
+:func:`resolve` finds the files and their one format; :func:`ragframe.io.scan_table`
+scans them. Hidden entries (names starting with ``.`` or ``_``: temporaries,
+``_SUCCESS`` markers) are skipped in directories, as Spark and Polars skip them.
+Standard input is copied to a temporary file first (Parquet needs to seek; every
+reader needs a file), its format read from its first bytes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import polars as pl
+
+from ragframe import _atomic, _textfiles
+from ragframe.errors import RagframeError
+
+STDIO = "-"
+"""The path that means standard input (or output)."""
+FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".arrow": "ipc",
+    ".ipc": "ipc",
+    ".feather": "ipc",
+    ".csv": "csv",
+    ".jsonl": "ndjson",
+    ".ndjson": "ndjson",
+    ".json": "ndjson",
+}
+EXTENSION = {"parquet": ".parquet", "ipc": ".arrow", "csv": ".csv", "ndjson": ".jsonl"}
+"""The extension each format's temporaries get."""
+_HIDDEN = (".", "_")
+_GLOB = frozenset("*?[")
+
+
+@dataclass(frozen=True)
+class Source:
+    """The files of one input table."""
+
+    shown: str
+    """The input as the user wrote it (``-`` for standard input)."""
+    format: str
+    """``parquet``, ``ipc``, ``csv`` or ``ndjson``."""
+    files: tuple[Path, ...]
+    """Every file, in the order their rows are read."""
+    root: Path | None = None
+    """The directory of a Parquet dataset (its hive partitions are read), else None."""
+
+
+def table_format(path: str | os.PathLike[str]) -> str:
+    """Return the format name for ``path`` by its extension, or raise."""
+    suffix = Path(path).suffix.lower()
+    if suffix in FORMATS:
+        return FORMATS[suffix]
+    found = f"unsupported file extension '{suffix}'" if suffix else "no file extension"
+    raise RagframeError(f"{found} for {os.fspath(path)}; expected one of {sorted(FORMATS)}")
+
+
+def resolve(path: str | os.PathLike[str]) -> Source:
+    """The files of the input ``path`` and their format.
+
+    Raises:
+        RagframeError: nothing there, no table files, files of several formats, a
+            file of an unknown format, or a directory of non-Parquet files with
+            subdirectories (hive partitions need Parquet).
+    """
+    shown = os.fspath(path)
+    if shown == STDIO:
+        return _stdin()
+    where = Path(path)
+    if where.is_file():
+        return Source(shown, table_format(where), (where,))
+    if where.is_dir():
+        return _directory(where, shown)
+    if _GLOB & set(shown):
+        return _glob(shown)
+    if shown.endswith(("/", os.sep)):
+        raise RagframeError(f"input directory not found: {shown}; expected a dataset")
+    table_format(where)  # a name no table has is the first thing to say
+    raise RagframeError(f"input file not found: {shown}; expected a table file")
+
+
+def _one_format(files: list[Path], shown: str) -> str:
+    other = next((f for f in files if f.suffix.lower() not in FORMATS), None)
+    if other is not None and len(files) > 1:
+        raise RagframeError(
+            f"input {shown} holds a file that is not a table: {other}; expected table "
+            "files only (names starting with '.' or '_' are skipped)"
+        )
+    formats = {table_format(f) for f in files}
+    if len(formats) > 1:
+        found = sorted({f.suffix.lower() for f in files})
+        raise RagframeError(
+            f"input {shown} holds files of several formats ({', '.join(found)}); "
+            "expected one format (name the files with a glob, e.g. 'dir/*.parquet')"
+        )
+    return formats.pop()
+
+
+def _glob(pattern: str) -> Source:
+    files = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+    if not files:
+        raise RagframeError(f"no files match {pattern}; expected at least one table file")
+    return Source(pattern, _one_format(files, pattern), tuple(files))
+
+
+def _directory(root: Path, shown: str) -> Source:
+    files: list[Path] = []
+    for folder, dirs, names in os.walk(root):
+        hidden = [d for d in dirs if d.startswith(_HIDDEN)]
+        for name in hidden:  # Polars reads files in hidden folders: refuse them
+            inside = Path(folder, name)
+            if any(p.is_file() for p in inside.rglob("*")):
+                raise RagframeError(
+                    f"input directory {shown} holds a hidden folder with files: {inside}; "
+                    "expected only table files and partition folders (move it out, or "
+                    "name the files with a glob)"
+                )
+        dirs[:] = sorted(d for d in dirs if d not in hidden)
+        files += [Path(folder, n) for n in sorted(names) if not n.startswith(_HIDDEN)]
+    if not files:
+        raise RagframeError(
+            f"input directory has no table files: {shown}; expected Parquet files (a "
+            "dataset, hive partitions allowed) or files of one table format"
+        )
+    fmt = _one_format(files, shown)
+    nested = [f for f in files if f.parent != root]
+    if fmt != "parquet" and nested:
+        raise RagframeError(
+            f"input directory {shown} holds {fmt} files in subfolders ({nested[0]}); "
+            "expected them side by side (partition folders need Parquet)"
+        )
+    return Source(shown, fmt, tuple(files), root if fmt == "parquet" else None)
+
+
+def _sniff(head: bytes) -> str:
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith(b"ARROW1"):
+        return "ipc"
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return "ndjson" if text.startswith(b"{") else "csv"
+
+
+SPOOLED: list[Path] = []
+"""Standard input, copied once; read again from here."""
+
+
+def _stdin() -> Source:
+    if SPOOLED:
+        return Source(STDIO, table_format(SPOOLED[0]), (SPOOLED[0],))
+    stream: BinaryIO = sys.stdin.buffer
+    head = stream.read(64)
+    home = Path(tempfile.gettempdir()) / "stdin"
+    _atomic.remove_stale(home)
+    tmp = _atomic.temp_name(home, EXTENSION[_sniff(head)])
+    _atomic.WRITING.add(tmp)  # removed on a signal
+    with tmp.open("wb") as handle:
+        handle.write(head)
+        shutil.copyfileobj(stream, handle, 1 << 20)
+    SPOOLED.append(tmp)
+    atexit.register(forget_stdin)
+    return Source(STDIO, table_format(tmp), (tmp,))
+
+
+def forget_stdin() -> None:
+    """Remove the copy of standard input (at the end of a command)."""
+    while SPOOLED:
+        _atomic.remove(SPOOLED.pop())
+
+
+def _is_empty(path: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.isfile(path) and os.path.getsize(path) == 0
+    except OSError:
+        return False
+
+
+def read_error(path: str | os.PathLike[str], exc: BaseException) -> RagframeError:
+    """The error to raise when Polars failed with ``exc`` reading ``path``: the line
+    that is wrong (:func:`explain_read_error`), else Polars' first line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    detail = lines[0] if lines else type(exc).__name__
+    if isinstance(exc, pl.exceptions.NoDataError) or _is_empty(path):
+        detail = "the file is empty; expected a table with a header or schema"
+    explained = explain_read_error(path, str(exc))
+    return RagframeError(explained or f"cannot read {os.fspath(path)}: {detail}")
+
+
+def explain_read_error(path: str | os.PathLike[str], error: str = "") -> str | None:
+    """Why Polars could not read the CSV or JSON-lines file ``path``: the first bad
+    line and what was wrong (bad UTF-8, a wrong number of fields, invalid JSON), or
+    ``None`` when no such problem is found (or the file is of another format, or not
+    one file). ``error`` is Polars' message, which names a value that did not parse."""
+    try:
+        fmt = table_format(path)
+    except RagframeError:
+        return None
+    path = Path(path)
+    if not path.is_file():
+        return None
+    if fmt == "csv":
+        found = _textfiles.csv_problem(path, error)
+    elif fmt == "ndjson":
+        found = _textfiles.jsonl_problem(path)
+    else:
+        return None
+    return f"cannot read {os.fspath(path)}: {found}" if found else None

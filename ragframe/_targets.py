@@ -1,0 +1,66 @@
+"""Output targets: whether one can be written (checked before any work), and the one
+error a failed write gives (naming the user's path, never the temporary)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+
+from ragframe import _atomic
+from ragframe._sources import FORMATS, table_format
+from ragframe.errors import RagframeError
+
+
+def failure(shown: str, exc: BaseException, tmp: Path | None = None) -> RagframeError:
+    """The error for a failed write of ``shown``: it names the user's path, never the
+    temporary."""
+    detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    detail = detail.strip().splitlines()[0] if detail.strip() else ""
+    if tmp is not None:
+        detail = detail.replace(str(tmp), shown)
+    return RagframeError(f"cannot write {shown}: {detail or type(exc).__name__}")
+
+
+def flat(df: pl.DataFrame) -> pl.DataFrame:
+    """List columns as comma-joined text (CSV cannot hold them)."""
+    nested = [name for name, dt in df.schema.items() if dt.is_nested()]
+    if nested:
+        df = df.with_columns(pl.col(nested).cast(pl.List(pl.String)).list.join(","))
+    return df
+
+
+def check_file(target: Path, shown: str, table: bool) -> None:
+    """Fail unless a file can be written at ``target`` (``table``: a table's extension)."""
+    if target.is_dir():
+        raise RagframeError(
+            f"cannot write {shown}: it is a directory; expected a file path such as "
+            f"{os.path.join(shown, 'out.parquet')}, or {shown.rstrip('/')}/ (a final '/') "
+            "for a directory of Parquet parts"
+        )
+    if table and not Path(shown).suffix:
+        raise RagframeError(
+            f"no file extension for {shown}; expected one of {sorted(FORMATS)}, "
+            f"or {shown}/ (a final '/') for a directory of Parquet parts"
+        )
+    if table:
+        table_format(shown)
+    if target.exists() and not target.is_file():
+        raise RagframeError(f"cannot write {shown}: not a regular file; expected a file path")
+
+
+def check_directory(target: Path, shown: str) -> None:
+    """Fail unless ``target`` can be a directory output: new, empty, or parts only."""
+    if target.exists() and not target.is_dir():
+        raise RagframeError(
+            f"cannot write {shown}: it is not a directory; expected a directory for "
+            f"Parquet parts (or {shown.rstrip('/')} without the final '/' for one file)"
+        )
+    foreign = _atomic.foreign_entry(target) if target.is_dir() else None
+    if foreign is not None:
+        raise RagframeError(
+            f"cannot write {shown}: the directory holds other files than Parquet parts "
+            f"({foreign.name}); expected a new or empty directory, or a previous output "
+            "(part-*.parquet only), which is replaced"
+        )

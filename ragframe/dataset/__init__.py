@@ -1,0 +1,262 @@
+"""Runs over datasets of any size on one machine: read a partition, process it, write
+its output, next; memory stays flat however large the input, and the output is what
+one big call writes.
+
+==========================  =====================================  =========================
+entry                       a partition holds                      output order
+==========================  =====================================  =========================
+:func:`postprocess_dataset` every candidate of a range of queries  sorted by ``query_id``,
+                            (:mod:`._ranges`: a counting pass,     ``block_rank``, as
+                            then filtered scans or one spill)      ``postprocess`` sorts
+:func:`fetch_dataset`       every request of a hash bucket of      request order, as
+                            documents, and those documents only    ``fetch`` (re-sorted by
+                            (:mod:`._fetch`)                       the global position)
+:func:`chunk_dataset`       consecutive documents, read in         input order, as ``chunk``
+                            batches (:mod:`._chunk`)
+==========================  =====================================  =========================
+
+Each partition is processed by the partition contract (:mod:`ragframe.partition`), the
+engine's own code path. Inputs are paths (a file, a glob, a directory or hive-partitioned
+Parquet dataset, ``-``; see :mod:`ragframe.io`) or frames; the destination is a file, a
+directory of Parquet parts (a path ending with ``/``; parts in output order) or ``-``,
+written atomically as :mod:`ragframe.io` says. Progress: :mod:`._progress`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ragframe._validate import as_config
+from ragframe.dataset._run import (
+    CHUNK_TEXT,
+    FETCH_TEXT,
+    ROWS_PER_PARTITION,
+    STORE_IN_MEMORY,
+    RunSummary,
+)
+from ragframe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ragframe.fetch import FetchConfig
+    from ragframe.postprocess import PostprocessConfig
+    from ragframe.window import WindowConfig
+
+# Each entry imports its stage and runner when called, not here: a command loads only
+# its own stage (``ragframe fetch`` and ``chunk`` never load postprocess or numba).
+
+__all__ = [
+    "CHUNK_TEXT",
+    "FETCH_TEXT",
+    "ROWS_PER_PARTITION",
+    "STORE_IN_MEMORY",
+    "RunSummary",
+    "chunk_dataset",
+    "fetch_dataset",
+    "postprocess_dataset",
+]
+
+Path = str | os.PathLike[str]
+
+
+def postprocess_dataset(
+    candidates: Any,
+    destination: Path,
+    config: PostprocessConfig | Mapping[str, Any] | None = None,
+    *,
+    chunks: Any = None,
+    rows_per_partition: int = ROWS_PER_PARTITION,
+    progress: bool | None = None,
+    fmt: str | None = None,
+) -> RunSummary:
+    """:func:`ragframe.postprocess` of a dataset of any size into ``destination``, in
+    partitions of whole queries of about ``rows_per_partition`` candidates each.
+
+    The output equals ``postprocess(candidates, config, chunks=chunks)`` collected and
+    written in one piece: blocks sorted by ``query_id`` then ``block_rank`` (a
+    directory gets one part per partition, in that order). A partition never splits a
+    query, however the input is ordered: one pass counts each query's rows and cuts
+    the sorted query ids into ranges; each range is read by a filtered scan when the
+    input is grouped by query (Parquet row-group statistics skip the rest) or else
+    from a one-time spill of the input into one folder per range. The chunk store
+    gives each partition only the rows it needs (a semi-join on the keys); one up to
+    :data:`STORE_IN_MEMORY` is read once.
+
+    Args:
+        candidates: a path (file, glob, directory, hive dataset, ``-``) or a frame, as
+            :func:`ragframe.postprocess` takes it.
+        destination: a file (format from the extension), a directory of Parquet parts
+            (ends with ``/``), or ``-`` (standard output, in ``fmt``).
+        config: the parameters (see :func:`ragframe.postprocess`).
+        chunks: an optional chunk store, a path or a frame.
+        rows_per_partition: candidates per partition (a query with more is one
+            partition alone); peak memory grows with it.
+        progress: show progress (None: on a terminal or in a notebook).
+        fmt: the format of ``-``: ``parquet``, ``ipc``, ``csv`` or ``ndjson`` (default).
+
+    Returns:
+        What was read and written (:class:`RunSummary`).
+
+    Raises:
+        RagframeError: as :func:`ragframe.postprocess` (the schema at once, values when
+            their partition is processed; a value error counts its partition's rows),
+            or the destination cannot be written (before any work). Nothing is left
+            at ``destination`` after an error.
+
+    Example:
+        >>> import os, tempfile
+        >>> import polars as pl
+        >>> rows = pl.DataFrame({"query_id": [2, 1, 2], "entity_id": [7, 8, 9],
+        ...     "chunk_index": [0, 0, 0], "text": ["b", "a", "c"], "similarity": [0.9] * 3})
+        >>> out = os.path.join(tempfile.mkdtemp(), "blocks.parquet")
+        >>> summary = postprocess_dataset(rows, out, rows_per_partition=2, progress=False)
+        >>> summary.partitions, pl.read_parquet(out)["text"].to_list()
+        (2, ['a', 'b', 'c'])
+    """
+    from ragframe.dataset import _postprocess
+    from ragframe.dataset._inputs import open_input
+    from ragframe.postprocess import PostprocessConfig
+
+    cfg = as_config(config, PostprocessConfig)
+    given = open_input(candidates, "candidates")
+    store = open_input(chunks, "chunks") if chunks is not None else None
+    return _postprocess.run(
+        given,
+        store,
+        destination,
+        cfg,
+        rows_per_partition=_positive(rows_per_partition, "rows_per_partition"),
+        progress=progress,
+        fmt=fmt,
+    )
+
+
+def _positive(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def fetch_dataset(
+    requests: Any,
+    documents: Any,
+    destination: Path,
+    config: FetchConfig | Mapping[str, Any] | None = None,
+    *,
+    sizes: Any = None,
+    text_per_partition: int = FETCH_TEXT,
+    progress: bool | None = None,
+    fmt: str | None = None,
+) -> RunSummary:
+    """:func:`ragframe.fetch` of every request into ``destination``, in partitions of
+    documents holding about ``text_per_partition`` bytes of content each.
+
+    The output equals ``fetch(requests, documents, config, sizes=sizes)`` collected and
+    written in one piece (request order; a directory's parts, in order, hold it). The
+    requests are read whole; each partition holds the requests of a hash bucket of
+    documents and reads only those documents, so each document is highlighted once and
+    the documents are never all in memory (see :mod:`ragframe.dataset._fetch`).
+
+    Args:
+        requests: a path or a frame, as :func:`ragframe.fetch` takes it (a column named
+            ``request_order`` is reserved).
+        documents: a path or a frame.
+        destination: a file, a directory of Parquet parts (ends with ``/``) or ``-``.
+        config: the parameters (see :func:`ragframe.fetch`).
+        sizes: an optional ``doc_id, content_length`` table, a path or a frame.
+        text_per_partition: bytes of documents' content per partition.
+        progress: show progress (None: on a terminal or in a notebook).
+        fmt: the format of ``-`` (default: JSON lines).
+
+    Returns:
+        What was read and written; ``missing_ids`` lists the requested documents not
+        found, in request order.
+
+    Raises:
+        RagframeError: as :func:`ragframe.fetch`, or the destination cannot be written
+            (before any work). Nothing is left at ``destination`` after an error.
+
+    Example:
+        >>> import os, tempfile
+        >>> import polars as pl
+        >>> docs = pl.DataFrame({"doc_id": [1, 2], "content": ["short", "long " * 5]})
+        >>> reqs = pl.DataFrame({"query_id": [7, 7], "query": ["long"] * 2, "doc_id": [2, 1]})
+        >>> out = os.path.join(tempfile.mkdtemp(), "content.parquet")
+        >>> run = fetch_dataset(reqs, docs, out, {"fulltext_threshold": 10}, progress=False)
+        >>> pl.read_parquet(out)["strategy"].to_list()
+        ['highlight', 'full']
+    """
+    from ragframe.dataset import _fetch
+    from ragframe.dataset._inputs import open_input
+    from ragframe.fetch import FetchConfig
+
+    cfg = as_config(config, FetchConfig)
+    return _fetch.run(
+        open_input(requests, "requests"),
+        open_input(documents, "documents"),
+        open_input(sizes, "sizes") if sizes is not None else None,
+        destination,
+        cfg,
+        text_per_partition=_positive(text_per_partition, "text_per_partition"),
+        progress=progress,
+        fmt=fmt,
+    )
+
+
+def chunk_dataset(
+    documents: Any,
+    destination: Path,
+    config: WindowConfig | Mapping[str, Any],
+    *,
+    text_per_partition: int = CHUNK_TEXT,
+    progress: bool | None = None,
+    fmt: str | None = None,
+) -> RunSummary:
+    """:func:`ragframe.chunk` of every document into ``destination``, reading about
+    ``text_per_partition`` bytes of content at a time.
+
+    The output equals ``chunk(documents, config)`` collected and written in one piece
+    (documents in input order, chunks ascending); a Parquet input is read batch by
+    batch (pages as needed), so memory stays flat however large the documents.
+
+    Args:
+        documents: a path or a frame with ``doc_id`` and ``content``.
+        destination: a file, a directory of Parquet parts (ends with ``/``) or ``-``.
+        config: window size and overlap (a :class:`~ragframe.WindowConfig` or a
+            mapping of its fields).
+        text_per_partition: bytes of content per batch.
+        progress: show progress (None: on a terminal or in a notebook).
+        fmt: the format of ``-`` (default: JSON lines).
+
+    Returns:
+        What was read and written.
+
+    Raises:
+        RagframeError: as :func:`ragframe.chunk`, or the destination cannot be
+            written (before any work). Nothing is left at ``destination`` after an
+            error.
+
+    Example:
+        >>> import os, tempfile
+        >>> import polars as pl
+        >>> docs = pl.DataFrame({"doc_id": [1, 2], "content": ["abcdefghij", "xyz"]})
+        >>> out = os.path.join(tempfile.mkdtemp(), "chunks.parquet")
+        >>> run = chunk_dataset(docs, out, {"window_chars": 4, "overlap_chars": 2},
+        ...     text_per_partition=8, progress=False)
+        >>> run.partitions, pl.read_parquet(out)["text"].to_list()
+        (2, ['abcd', 'cdef', 'efgh', 'ghij', 'xyz'])
+    """
+    from ragframe.dataset import _chunk
+    from ragframe.dataset._inputs import open_input
+    from ragframe.window import WindowConfig
+
+    cfg = as_config(config, WindowConfig)
+    return _chunk.run(
+        open_input(documents, "documents"),
+        destination,
+        cfg,
+        text_per_partition=_positive(text_per_partition, "text_per_partition"),
+        progress=progress,
+        fmt=fmt,
+    )

@@ -1,0 +1,67 @@
+"""What every dataset run shares: its summary, the output's Arrow schema, where its
+temporary data goes."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ragframe import io
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+ROWS_PER_PARTITION = 2_000_000
+"""Candidate rows per partition, here and on Dask/Ray (:mod:`ragframe.distributed`): a
+partition is processed in one call, in memory (about 200 MiB per million rows)."""
+STORE_IN_MEMORY = 512 * 2**20
+"""A chunk store up to this size (uncompressed) is read once and kept; a larger one is
+scanned by each partition for the rows it needs."""
+FETCH_TEXT = 16 * 2**20
+"""Documents' content per partition of fetch: a partition needs 10-20 times the text
+it highlights (100k pairs over 275 MB of documents peak at about 830 MiB)."""
+CHUNK_TEXT = 32 * 2**20
+"""Documents' content per batch of chunk (2 GB of text peaks at about 530 MiB)."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a dataset run read and wrote.
+
+    Attributes:
+        output: the destination, as given.
+        partitions: how many partitions the input was processed in.
+        counts: the stage's counts (postprocess: ``queries``, ``candidates``,
+            ``missing_text_candidates``, ``missing_text_queries``, ``blocks``,
+            ``characters``, ``truncated``; fetch: ``requests``, ``rows``, one per
+            strategy, ``missing_documents``; chunk: ``documents``, ``chunks``,
+            ``characters``).
+        spilled: whether the input was first spilled into one folder per partition
+            (an input not grouped by query; see :mod:`ragframe.dataset`).
+        missing_ids: fetch: the first requested documents not found, in request order.
+    """
+
+    output: str
+    partitions: int
+    counts: dict[str, int]
+    spilled: bool = False
+    missing_ids: list[object] = field(default_factory=list)
+
+
+def arrow_schema(schema: pl.Schema) -> pa.Schema:
+    """The Arrow schema of a collected frame of Polars ``schema`` (what ``to_arrow``
+    gives: large strings and lists)."""
+    return pl.DataFrame(schema=schema).to_arrow().schema
+
+
+def spill_place(destination: str | os.PathLike[str]) -> Path:
+    """The path a run's temporary data is named after: beside the output (the same
+    disk), or in the temporary folder for standard output."""
+    if os.fspath(destination) == io.STDIO:
+        return Path(tempfile.gettempdir()) / "ragframe-run"
+    return Path(os.path.realpath(destination))
