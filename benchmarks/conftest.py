@@ -4,6 +4,7 @@ sets as bars (engine vs reference per row, engine vs the minimal Polars plan).""
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Any
 
 import pytest
@@ -41,9 +42,16 @@ def _bar(size: str, met: bool, text: str) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    write = terminalreporter.write_line
+    for module in ("benchmarks.bench_scale", "benchmarks.bench_floor"):
+        lines = getattr(sys.modules.get(module), "ratios", lambda: [])()
+        if lines:
+            write("")
+            write(f"{module.rsplit('.', 1)[-1]} ratios (medians of rounds; bars from issue 16)")
+            for line in lines:
+                write(line)
     if not _TIMES:
         return
-    write = terminalreporter.write_line
     write("")
     write("postprocess ratios (median times; reference scaled per row; bars at full size)")
     for size, variant in sorted({(s, v) for s, v, _ in _TIMES}):

@@ -12,7 +12,10 @@ views that point into existing bytes, is how the kernels avoid copying text:
 * :func:`string_views` -- a String Series of byte ranges of several buffers, no copy;
 * :func:`strings` -- the same for ranges of one buffer of any size: past
   :data:`VIEW_BUFFER` bytes (the most a view's int32 offset reaches) it is seen as
-  several overlapping buffers, so nothing is packed or copied.
+  several overlapping buffers, so nothing is packed or copied;
+* :func:`consecutive_strings` -- consecutive pieces of one buffer of any size, cut
+  between pieces into buffers of at most :data:`VIEW_BUFFER` bytes (a merge's output:
+  the buffers hold exactly the text the column shows).
 
 Nulls read as empty strings everywhere here.
 """
@@ -160,6 +163,27 @@ def strings(data: U8, begin: I64, size: I64, name: str = "") -> pl.Series:
     count = int(window.max()) + 1 if len(window) else 0
     windows = [data[k * step : k * step + VIEW_BUFFER] for k in range(count)]
     return string_views(windows, window, begin - window * step, size, name)
+
+
+def consecutive_strings(data: U8, begin: I64, name: str = "") -> pl.Series:
+    """A String Series of the consecutive pieces ``data[begin[i]:begin[i + 1]]`` of one
+    buffer, sharing its memory: the buffer is cut between pieces into view buffers of
+    at most :data:`VIEW_BUFFER` bytes, so text of any total size is never packed or
+    copied (only a piece longer than :data:`VIEW_BUFFER` bytes makes it pack them)."""
+    size = np.diff(begin)
+    if len(size) and int(size.max()) > VIEW_BUFFER:
+        return _packed(data, begin[:-1], size, name)
+    source = np.zeros(len(size), dtype=np.int64)
+    base = np.zeros(len(size), dtype=np.int64)
+    buffers: list[U8] = []
+    lo = 0
+    while lo < len(size) or not buffers:  # one buffer at least, even for no pieces
+        first = int(begin[lo])
+        stop = max(lo, int(np.searchsorted(begin, first + VIEW_BUFFER, side="right")) - 1)
+        source[lo:stop], base[lo:stop] = len(buffers), first
+        buffers.append(data[first : int(begin[stop])])
+        lo = stop
+    return string_views(buffers, source, begin[:-1] - base, size, name)
 
 
 def _packed(data: U8, begin: I64, size: I64, name: str) -> pl.Series:

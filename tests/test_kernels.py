@@ -24,7 +24,6 @@ from ragframe.postprocess._budget import JAVA_WHITESPACE
 from ragframe.postprocess._inputs import _first_rows, store_key
 from ragframe.postprocess._kernels import _contains, _merge, _order, _overlap, _text, _walk
 from ragframe.postprocess._kernels._overlap import MIN_OVERLAP
-from ragframe.postprocess._merge import _ascending
 from ragframe.reference._text import skip_units
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
@@ -107,7 +106,11 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
     rank = np.arange(7, dtype=np.int64)[::-1].copy()  # rows in reverse ranking order
     start = rank == 0
     sim = np.linspace(0.1, 0.7, 7)  # the first-ranked row (last) has the highest
-    selected, count, best = _walk.walk(texts, rank, start, sim, entity, entity_type, keys, 10)
+    address, length, alive = _arrow.string_addresses(texts)
+    selected, count, best = _walk.walk(
+        address, length, rank, start, sim, entity, entity_type, keys, 10
+    )
+    del alive  # the texts were read in place until here
     assert selected.tolist() == [False, True, True, True, True, True, True]
     assert count.tolist() == [6] * 7  # the query's count and best, on each of its rows
     assert best.tolist() == [0.7] * 7
@@ -115,7 +118,7 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
 
 @pytest.mark.parametrize("longest", [5, 40, 300])
 def test_scores_sort_within_each_segment_as_floats_do(longest: int) -> None:
-    """Rule 9's order inside the merge: scores as order-keeping integers (-0.0 tying
+    """Rules 2 and 9's order: scores as integers in descending order (-0.0 tying
     with 0.0), sorted within each query by the compiled segment sort (short segments
     insertion-sorted, long ones merge-sorted); both must equal a stable sort by
     (segment, score)."""
@@ -124,8 +127,8 @@ def test_scores_sort_within_each_segment_as_floats_do(longest: int) -> None:
     segment = np.repeat(np.arange(len(sizes)), sizes)
     starts = np.r_[True, segment[1:] != segment[:-1]]
     key = rng.choice([-1.0, -0.5, -0.0, 0.0, 0.25, 1e300, -1e-300], size=len(segment))
-    got = _order.ordered_in_segments(starts, _ascending(key)[:, None])
-    assert got.tolist() == np.lexsort((key, segment)).tolist()
+    got = _order.ordered_in_segments(starts, _order.descending_key(key)[:, None])
+    assert got.tolist() == np.lexsort((-key, segment)).tolist()  # descending, stable
 
 
 @pytest.mark.parametrize("longest", [5, 40, 300])

@@ -196,9 +196,9 @@ def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Pa
     code = (
         "import sys\n"
         "from ragframe.cli import main\n"
-        "from ragframe.postprocess._kernels import _ahead, _merge, _walk\n"
+        "from ragframe.postprocess._kernels import _ahead, _merge, _store\n"
         f"assert main(['postprocess', *{argv!r}, '-o', sys.argv[1]]) == 0\n"
-        "stats = _walk._walk.stats.cache_misses, _merge._merge.stats.cache_hits\n"
+        "stats = _store._dense_probe.stats.cache_misses, _merge._write.stats.cache_hits\n"
         "print(*(sum(counter.values()) for counter in stats))\n"
         "print(_ahead._AHEAD[0].process.wait(timeout=60))\n"
     )
@@ -209,7 +209,7 @@ def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Pa
     assert cold.returncode == 0, cold.stderr
     assert cold.stderr.count("ragframe: compiling kernels, first run only") == 1
     counts, ended = cold.stdout.splitlines()[-2:]
-    assert counts == "1 1"  # _walk compiled here, _merge loaded from the cache
+    assert counts == "1 1"  # the store lookup compiled here, _write loaded from the cache
     assert ended == "0"
     warm = subprocess.run(
         [

@@ -5,10 +5,14 @@ Where each rule of SPEC section 1 lives:
 
 ====================================  ===================================================
 Input columns, aliases, chunk store   :mod:`._inputs` (schema checks, ``doc_id`` alias,
-                                      store join and dedupe)
-Missing text                          :mod:`._missing` (anti-join; error, empty, drop)
+                                      store key and dedupe); each candidate's text,
+                                      read in place, no join: :mod:`._texts`
+Missing text                          :mod:`._missing` (error, empty, drop), found by
+                                      the store lookup of :mod:`._texts`
 Parameters                            :mod:`._config` (:class:`PostprocessConfig`)
-1. ranking score, 2. order            :mod:`._select` (``_ranked``)
+1. ranking score, 2. order            :mod:`._rank` (no sort of the table; none at all
+                                      for presorted input), in-query sort
+                                      :mod:`._kernels._order`
 3. distinct top-K                     :mod:`._select` (reach, text join, two passes);
                                       kernel :mod:`._kernels._walk`, containment
                                       :mod:`._kernels._contains`
@@ -21,7 +25,9 @@ Parameters                            :mod:`._config` (:class:`PostprocessConfig
                                       :mod:`._kernels._text`)
 8. block fields                       :mod:`._kernels._merge` and :mod:`._merge`
 9. order blocks                       :mod:`._merge` (``_rule9_order``)
-10. budget, truncation                :mod:`._budget`
+10. budget, truncation                :mod:`._budget` (decided inside the merge's
+                                      wrapper, before any text is written; the cut
+                                      :mod:`._kernels._merge`)
 Budgets in tokens                     tokenizers :mod:`._tokens`; rules 5-9 with the
 (``length="tokens"``)                 cap in tokens :mod:`._token_merge`; rule 10 in
                                       tokens :mod:`._token_budget`
@@ -38,7 +44,7 @@ from typing import Any
 import polars as pl
 
 from ragframe._validate import as_config
-from ragframe.postprocess import _inputs, _missing, _stages
+from ragframe.postprocess import _inputs, _missing, _stages, _texts
 from ragframe.postprocess._config import (
     LengthMode,
     MissingTextPolicy,
@@ -121,9 +127,8 @@ def postprocess(
     config = as_config(config, PostprocessConfig)
     prepared = _stages.prepare(candidates, chunks, config)  # inputs, text source
     kept = _stages.select(prepared, config)  # rules 1-4
-    blocks = _stages.merge(prepared, kept, config)  # rules 5-9
-    budgeted = _stages.budget(blocks, config, prepared.passthrough)  # rule 10
-    return _stages.finish(prepared, budgeted)  # missing text: an error by default
+    blocks = _stages.merge(prepared, kept, config, budgeted=True)  # rules 5-10
+    return _stages.finish(prepared, blocks)  # missing text: an error by default
 
 
 def missing_text_counts(candidates: Frame, chunks: Frame | None) -> pl.LazyFrame:
@@ -142,5 +147,5 @@ def missing_text_counts(candidates: Frame, chunks: Frame | None) -> pl.LazyFrame
     if chunks is None:
         return pl.LazyFrame({"candidates": [0], "queries": [0]})
     lf, _ = _inputs.canonical(to_lazy(candidates, "candidates"), True, False)
-    store, key, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), lf.collect_schema(), False)
-    return _missing.counts(_missing.missing(lf, store, key, names))
+    store, _, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), lf.collect_schema(), False)
+    return _missing.counts(_missing.missing(_texts.with_store_rows(lf, store, names)))

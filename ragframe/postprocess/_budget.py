@@ -1,9 +1,18 @@
 """Rule 10, the budget: take blocks in rule 9's order up to ``max_blocks`` and
 ``max_characters``; the first block alone may be truncated, exactly as the seed cuts
-(SPEC 1, rule 10)."""
+(SPEC 1, rule 10).
+
+``postprocess`` decides it inside the merge (:func:`within_budget` on the blocks'
+ranks and running lengths, before any text is written; the cut by
+:func:`ragframe.postprocess._kernels._merge.truncated`), so no text is written for a
+block the budget drops. :func:`budget` decides it over a frame of merged blocks, for a
+sweep that budgets one merge many ways.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
@@ -24,6 +33,21 @@ TRUNCATE_WINDOW = 80
 ``max(0, r - 80)``: position 0 is never looked at."""
 
 _WS_CLASS = "".join(f"\\x{{{ord(ch):04X}}}" for ch in sorted(JAVA_WHITESPACE))
+
+
+def within_budget(
+    block_rank: npt.NDArray[np.int64],
+    running: npt.NDArray[np.int64],
+    max_blocks: int,
+    max_characters: int,
+) -> npt.NDArray[np.bool_]:
+    """Which blocks rule 10 takes, from each block's rank in its query (rule 9's order)
+    and the running length of its query's blocks up to it: the first ``max_blocks``
+    while the total stays within ``max_characters``; a query's first block always
+    (truncated when longer: the seed takes it cut, and stops)."""
+    first: npt.NDArray[np.bool_] = block_rank == 0
+    fits: npt.NDArray[np.bool_] = (block_rank < max_blocks) & ((running <= max_characters) | first)
+    return fits
 
 
 def _truncate_expr(text: pl.Expr, limit: int) -> pl.Expr:

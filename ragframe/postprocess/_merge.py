@@ -13,7 +13,7 @@ carries text is ever sorted (the streaming engine copies every string it sorts).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -21,10 +21,12 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._arrow import strings
+from ragframe._arrow import consecutive_strings
+from ragframe.postprocess._budget import TRUNCATE_WINDOW, within_budget
 from ragframe.postprocess._kernels._compile import F64, I64, Bools
-from ragframe.postprocess._kernels._merge import merge
-from ragframe.postprocess._kernels._order import ordered_in_segments
+from ragframe.postprocess._kernels._merge import MergeResult, Texts, merge, truncated, write_blocks
+from ragframe.postprocess._kernels._order import descending_key, ordered_in_segments
+from ragframe.postprocess._texts import row_texts, stacked
 
 _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
     c.END_CHUNK_INDEX: pl.Int64,
@@ -118,7 +120,7 @@ def _rule9_order(
     block, its group's first rank and chunk index and its entity's code.
     Returns the order and, in it, each block's rank and running length.
     """
-    keys = [_ascending(-score)]
+    keys = [descending_key(score)]
     if ties is not None:  # groups of one entity by first appearance (entities ascending)
         first_rank, first_chunk, entity = ties
         entities = (new_query | np.r_[True, entity[1:] != entity[:-1]]).cumsum()
@@ -129,13 +131,6 @@ def _rule9_order(
     running = np.cumsum(chars[order])
     before = running - chars[order]
     return order, row - first, running - before[first]
-
-
-def _ascending(values: F64) -> I64:
-    """Integers in the order of finite ``values``, -0.0 tying with 0.0 (the bits of a
-    double, negatives' magnitude bits flipped), so a compiled integer sort orders them."""
-    bits = (values + 0.0).view(np.int64)  # -0.0 + 0.0 is 0.0
-    return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
 
 
 def _segment_starts(starts: Bools) -> I64:
@@ -152,103 +147,174 @@ def _runs(firsts: I64, lengths: I64) -> I64:
     )
 
 
-def _merge_kernel(
-    max_gap: int, cap: int, by_offsets: bool, first: dict[str, str], typed: bool
-) -> Callable[[pl.Series], pl.Series]:
-    """Rules 5-9 over whole columns (see :func:`ragframe.postprocess._kernels._merge.merge`):
-    rows in any order (:func:`merge_order`). Numbers are gathered into merge order here;
-    the kernel reads each chunk's text in place through the order. Returns one row per
-    block, in rule 9's order (:func:`_rule9_order`): the block statistics, its
-    ``block_rank`` and running length, its group's first row's ``entity_type`` and
-    ``entity_id`` as they were in the input (rule 8: a null stays null) and, renamed by
-    ``first``, its first row's columns."""
+class _Blocks(NamedTuple):
+    """The blocks of a batch in rule 9's order (the budget's, when one is given)."""
 
-    def kernel(batch: pl.Series) -> pl.Series:
-        parts = batch.struct.unnest()
-        rows_in = merge_order(parts, typed)
-        order = rows_in.order
+    rows: I64
+    """Each block's first row, in merge order."""
+    lengths: I64
+    """Each block's rows."""
+    group: I64
+    """Each block's group's first row, in merge order."""
+    score: F64
+    rerank: F64
+    block_rank: I64
+    running: I64
+    """The length of the query's blocks up to this one (rule 10)."""
 
-        def merged(name: str) -> npt.NDArray[Any]:  # nulls read as NaN
-            return parts[name].to_numpy()[order]
 
-        def offset(name: str) -> npt.NDArray[Any]:  # a missing chunk's null: the Int64 floor
-            return parts[name].cast(pl.Int64).fill_null(np.iinfo(np.int64).min).to_numpy()[order]
+def _ordered(rows_in: MergeOrder, m: MergeResult, typed: bool) -> _Blocks:
+    """Rule 8's ranking score and rule 9's order of the blocks ``m`` found."""
+    firsts = np.flatnonzero(m.starts)  # each block's first row, in merge order
+    rerank = m.rerank[firsts]
+    score = np.where(np.isnan(rerank), m.max_similarity[firsts], rerank)
+    group = _segment_starts(rows_in.group_start)[firsts]  # each block's group's first row
+    ties = None
+    if typed:
+        ties = (rows_in.rank[group], rows_in.chunk_index[group], rows_in.entity[firsts])
+    ranked, block_rank, running = _rule9_order(
+        rows_in.query_start[firsts], score, m.chars[firsts], ties
+    )
+    lengths = np.diff(np.append(firsts, len(m.starts)))[ranked]  # blocks: runs of rows
+    return _Blocks(
+        firsts[ranked], lengths, group[ranked], score[ranked], rerank[ranked], block_rank, running
+    )
 
-        offs = (offset(c.START_CHAR), offset(c.END_CHAR)) if by_offsets else (None, None)
-        m = merge(
-            parts[c.TEXT],
-            order,
-            rows_in.group_start,
-            rows_in.chunk_index,
-            merged(c.T_SIM),
-            merged(c.RERANK_SCORE),
-            max_gap,
-            cap,
-            *offs,
-        )
-        firsts = np.flatnonzero(m.starts)  # each block's first row, in merge order
-        rerank = m.rerank[firsts]
-        score = np.where(np.isnan(rerank), m.max_similarity[firsts], rerank)
-        group = _segment_starts(rows_in.group_start)[firsts]  # each block's group's first row
-        ties = None
-        if typed:
-            ties = (rows_in.rank[group], rows_in.chunk_index[group], rows_in.entity[firsts])
-        ranked, block_rank, running = _rule9_order(
-            rows_in.query_start[firsts], score, m.chars[firsts], ties
-        )
-        rows = firsts[ranked]  # blocks in rule 9's order from here on
-        bounds = np.append(firsts, len(m.starts))  # blocks: runs of rows
-        lengths = np.diff(bounds)[ranked]
-        members = _runs(bounds[:-1][ranked], lengths)
-        heads, group_heads = pl.Series(order[rows]), pl.Series(order[group[ranked]])
-        columns: dict[str, Any] = {
+
+def _kept(blocks: _Blocks, keep: Bools) -> _Blocks:
+    """The blocks where ``keep`` is set, in the same order."""
+    return _Blocks._make(column[keep] for column in blocks)
+
+
+def _texts(
+    texts: tuple[I64, I64], m: MergeResult, blocks: _Blocks, limit: int | None
+) -> tuple[pl.Series, I64, Bools]:
+    """The blocks' texts (each query's first one cut to ``limit`` code points as rule 10
+    cuts, when longer), written once into buffers of exactly their bytes, and their
+    lengths in code points and whether each was cut."""
+    chars = m.chars[blocks.rows]
+    parts = Texts(
+        blocks.rows, blocks.rows + blocks.lengths, np.zeros_like(chars), m.size[blocks.rows]
+    )
+    cut = chars > limit if limit is not None else np.zeros(len(chars), dtype=np.bool_)
+    if cut.any():
+        address, length = texts
+        some = Texts(*(column[cut] for column in parts))
+        done, kept_chars = truncated(address, length, m.piece, some, limit or 0, TRUNCATE_WINDOW)
+        parts.skip[cut], parts.take[cut], chars = done.skip, done.take, chars.copy()
+        chars[cut] = kept_chars
+    data, begin = write_blocks(*texts, m.piece, parts)
+    return consecutive_strings(data, begin), chars, cut
+
+
+def _frame(
+    parts: pl.DataFrame,
+    rows_in: MergeOrder,
+    m: MergeResult,
+    blocks: _Blocks,
+    texts: tuple[pl.Series, I64, Bools],
+    first: dict[str, str],
+) -> pl.DataFrame:
+    """One row per block: rule 8's fields, its rank and running length, the first rows'
+    columns (``first``: renamed), its text (see :func:`_texts`)."""
+    order, rows = rows_in.order, blocks.rows
+    heads, group_heads = pl.Series(order[rows]), pl.Series(order[blocks.group])
+    members = _runs(rows, blocks.lengths)
+    count = m.chunk_count[rows]
+    text, chars, cut = texts
+    return pl.DataFrame(
+        {
             **{name: parts[name].gather(group_heads) for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
             **{name: parts[column].gather(heads) for column, name in first.items()},
+            c.END_CHUNK_INDEX: m.end_chunk_index[rows],
+            c.TEXT: text,
+            c.T_CHARS: m.chars[rows],
+            c.MAX_SIMILARITY: m.max_similarity[rows],
+            c.AVG_SIMILARITY: m.sum_similarity[rows] / count,
+            c.SOURCE_CHUNK_COUNT: count,
+            c.RERANK_SCORE: pl.Series(blocks.rerank).fill_nan(None),
+            c.RANKING_SCORE: blocks.score,
+            c.CHUNK_INDEXES: pl.Series(
+                pa.LargeListArray.from_arrays(
+                    pa.array(np.r_[0, np.cumsum(blocks.lengths)]),
+                    pa.array(rows_in.chunk_index[members]),
+                )
+            ),
+            c.BLOCK_RANK: blocks.block_rank,
+            c.T_TOTAL: blocks.running,
+            c.CHAR_COUNT: chars,
+            c.TRUNCATED: cut,
         }
-        count = m.chunk_count[rows]
-        blocks = pl.DataFrame(
-            {
-                **columns,
-                c.END_CHUNK_INDEX: m.end_chunk_index[rows],
-                c.TEXT: strings(m.buffer, m.begin[rows], m.size[rows]),
-                c.T_CHARS: m.chars[rows],
-                c.MAX_SIMILARITY: m.max_similarity[rows],
-                c.AVG_SIMILARITY: m.sum_similarity[rows] / count,
-                c.SOURCE_CHUNK_COUNT: count,
-                c.RERANK_SCORE: pl.Series(rerank[ranked]).fill_nan(None),
-                c.RANKING_SCORE: score[ranked],
-                c.CHUNK_INDEXES: pl.Series(
-                    pa.LargeListArray.from_arrays(
-                        pa.array(np.r_[0, np.cumsum(lengths)]),
-                        pa.array(rows_in.chunk_index[members]),
-                    )
-                ),
-                c.BLOCK_RANK: block_rank,
-                c.T_TOTAL: running,
-            }
+    )
+
+
+def _merge_kernel(
+    max_gap: int,
+    cap: int,
+    by_offsets: bool,
+    first: dict[str, str],
+    typed: bool,
+    budget: tuple[int, int] | None,
+    in_source: bool,
+) -> Callable[[pl.Series], pl.Series]:
+    """Rules 5-9 over whole columns (see :func:`ragframe.postprocess._kernels._merge.merge`),
+    and rule 10 with ``budget`` (``max_blocks``, ``max_characters``): rows in any order
+    (:func:`merge_order`), their texts read in place (``in_source``: from the text
+    source after them, :func:`ragframe.postprocess._texts.row_texts`). Numbers are
+    gathered into merge order here; the kernel reads each chunk's text through the
+    order. Returns one row per block (each the budget keeps), in rule 9's order
+    (:func:`_rule9_order`): see :func:`_frame`. Only the texts of the blocks returned
+    are written."""
+
+    def kernel(batch: pl.Series) -> pl.Series:
+        found = row_texts(batch.struct.unnest(), in_source, by_offsets)
+        parts = found.rows
+        rows_in = merge_order(parts, typed)
+        order = rows_in.order
+        offs = (found.offsets[0][order], found.offsets[1][order]) if found.offsets else (None, None)
+        texts = (found.address[order], found.length[order])
+        sim = parts[c.T_SIM].to_numpy()[order]
+        rerank = parts[c.RERANK_SCORE].to_numpy()[order]  # nulls read as NaN
+        m = merge(
+            *texts, rows_in.group_start, rows_in.chunk_index, sim, rerank, max_gap, cap, *offs
         )
-        return blocks.to_struct(batch.name)
+        blocks = _ordered(rows_in, m, typed)
+        limit = None
+        if budget is not None:
+            limit = budget[1]
+            blocks = _kept(blocks, within_budget(blocks.block_rank, blocks.running, *budget))
+        written = _texts(texts, m, blocks, limit)
+        del found  # the buffers the addresses point into lived until here
+        return _frame(parts, rows_in, m, blocks, written, first).to_struct(batch.name)
 
     return kernel
 
 
 def blocks(
     kept: pl.LazyFrame,
+    texts: pl.LazyFrame | None,
     max_gap: int,
     cap: int,
     overlap: str = "text",
     passthrough: Sequence[str] = (),
     typed: bool = True,
+    budget: tuple[int, int] | None = None,
 ) -> pl.LazyFrame:
     """Rules 5-9: one row per block, queries ascending, each query's blocks in rule 9's
     order (ranking score, descending; ties by group, then block: :func:`_rule9_order`).
-    ``kept`` rows in any order; their ``c.T_RANK`` (a place in the whole ranking) orders them.
+    ``kept`` rows in any order; their ``c.T_RANK`` (a place in the whole ranking) orders
+    them; their texts are ``texts``' rows ``c.T_ROW`` (the chunk store), or, without
+    ``texts``, their own ``text`` (and offsets). With ``budget`` (``max_blocks``,
+    ``max_characters``), rule 10 too: only the blocks it keeps, their texts cut where it
+    cuts (nothing is written for the others).
 
     The ``passthrough`` columns come from each block's first chunk; ``entity_type``
     and ``entity_id`` from its group's first chunk, as they were in the input (rule 8).
+    Without ``budget``, ``c.T_CHARS`` and ``c.T_TOTAL`` are what rule 10 reads
+    (:func:`ragframe.postprocess._budget.budget`).
     """
     by_offsets = overlap == "offsets"
-    offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
+    side = [c.TEXT, *((c.START_CHAR, c.END_CHAR) if by_offsets else ())]
     first = {
         c.QUERY_ID: c.QUERY_ID,
         c.CHUNK_INDEX: c.START_CHUNK_INDEX,
@@ -262,12 +328,15 @@ def blocks(
             **_STATS,
             c.BLOCK_RANK: pl.Int64,
             c.T_TOTAL: pl.Int64,
+            c.CHAR_COUNT: pl.Int64,
+            c.TRUNCATED: pl.Boolean,
         }
     )
     group = [c.T_TYPE, c.T_ENTITY, c.ENTITY_TYPE, c.ENTITY_ID]
-    columns = [c.TEXT, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *offsets, *group, *first]
+    columns = [c.T_ROW, *side, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *group, *first]
     inputs = pl.struct(*dict.fromkeys(columns))
-    kernel = inputs.map_batches(
-        _merge_kernel(max_gap, cap, by_offsets, first, typed), return_dtype=dtype
-    )
-    return kept.select(kernel.alias(c.T_KERNEL)).unnest(c.T_KERNEL)
+    kernel = _merge_kernel(max_gap, cap, by_offsets, first, typed, budget, texts is not None)
+    rows = kept if texts is None else stacked(kept, texts, [pl.col(name) for name in side])
+    out = rows.select(inputs.map_batches(kernel, return_dtype=dtype).alias(c.T_KERNEL))
+    out = out.unnest(c.T_KERNEL)
+    return out if budget is None else out.select(*c.BLOCK_COLUMNS, *passthrough)

@@ -1,11 +1,12 @@
 """Missing text (SPEC 1, "Missing text"): candidates whose (entity, chunk index) has no
 row in the chunk store.
 
-A data problem, never silent. Found by one anti-join of the candidates' keys against
-the store's (a null entity matches nothing, so it has no text either); by default the
-plan raises :class:`~ragframe.errors.DataError` when collected
-(:func:`guarded`), ``missing_text="drop"`` semi-joins them away before ranking, and
-``"empty"`` leaves them to the text join, which gives them no text.
+A data problem, never silent. Found by the lookup that finds every candidate's row of
+the store (:func:`ragframe.postprocess._texts.with_store_rows`; a null entity matches
+nothing, so it has no text either); by default the plan raises
+:class:`~ragframe.errors.DataError` when collected (:func:`guarded`),
+``missing_text="drop"`` filters them away before ranking, and ``"empty"`` gives them no
+text.
 """
 
 from __future__ import annotations
@@ -34,24 +35,16 @@ def message(count: int, queries: int, keys: list[tuple[object, object]]) -> str:
     )
 
 
-def missing(
-    candidates: pl.LazyFrame, store: pl.LazyFrame, key: list[pl.Expr], names: list[str]
-) -> pl.LazyFrame:
-    """The candidates ``store`` lacks, in input order: ``query_id``, ``entity_id`` and
-    ``chunk_index`` (``key``: the join key over the candidates, ``names``: the store's
-    key columns, as :func:`ragframe.postprocess._inputs.chunk_store` gives them)."""
-    return candidates.select(*_FIELDS).join(
-        store.select(names), left_on=key, right_on=names, how="anti", maintain_order="left"
-    )
+def missing(candidates: pl.LazyFrame) -> pl.LazyFrame:
+    """The candidates the store lacks, in input order: ``query_id``, ``entity_id`` and
+    ``chunk_index``, from candidates whose ``c.T_ROW`` is their row of the store, -1
+    for none (:func:`ragframe.postprocess._texts.with_store_rows`)."""
+    return candidates.filter(pl.col(c.T_ROW) < 0).select(*_FIELDS)
 
 
-def present(
-    candidates: pl.LazyFrame, store: pl.LazyFrame, key: list[pl.Expr], names: list[str]
-) -> pl.LazyFrame:
-    """``missing_text="drop"``: the candidates ``store`` has, in input order."""
-    return candidates.join(
-        store.select(names), left_on=key, right_on=names, how="semi", maintain_order="left"
-    )
+def present(candidates: pl.LazyFrame) -> pl.LazyFrame:
+    """``missing_text="drop"``: the candidates the store has, in input order."""
+    return candidates.filter(pl.col(c.T_ROW) >= 0)
 
 
 def _raise_any(rows: pl.Series) -> pl.Series:

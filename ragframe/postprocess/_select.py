@@ -21,6 +21,8 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe.postprocess._kernels._walk import walk
+from ragframe.postprocess._rank import ranking
+from ragframe.postprocess._texts import row_texts, stacked
 
 FIRST_PASS = 1.5
 """The first walk takes each query's first ``FIRST_PASS * top_k`` candidates: room for
@@ -33,30 +35,42 @@ def first_pass_width(top_k: int) -> int:
     return max(top_k, int(FIRST_PASS * top_k))
 
 
-def signed_zero_free(expr: pl.Expr) -> pl.Expr:
-    """``expr`` with -0.0 replaced by 0.0, so sorting ties them as the seed does."""
-    return pl.when(expr == 0.0).then(0.0).otherwise(expr)
+def _scored(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """The similarity as rule 1 reads it (null: 0.0), as ``c.T_SIM``."""
+    sim = pl.col(c.SIMILARITY).fill_null(0.0).alias(c.T_SIM)
+    return lf.with_columns(sim).drop(c.SIMILARITY)
 
 
-def _ranked(lf: pl.LazyFrame, keep: int | None = None) -> pl.LazyFrame:
-    """Rules 1-2: ranking score, each candidate's row in the ranking (``c.T_RANK``: also its
-    query's order) and whether it is its query's first (``c.T_START``). With ``keep``, only
-    each query's first ``keep`` rows."""
-    query = pl.col(c.QUERY_ID)  # never null: the first row starts a query too
-    # a sort key, not a column; without rerank scores the similarity
+def _ranking_kernel(width: int, head: int | None) -> Callable[[pl.Series], pl.Series]:
+    """:func:`ragframe.postprocess._rank.ranking` over whole columns."""
+
+    def kernel(batch: pl.Series) -> pl.Series:
+        parts = batch.struct.unnest()
+        placed = ranking(parts[c.QUERY_ID], parts[c.RANKING_SCORE].to_numpy(), width, head)
+        columns = {c.T_RANK: placed.rank, c.T_POSITION: placed.position, c.T_MORE: placed.more}
+        return pl.DataFrame(columns).to_struct(batch.name)
+
+    return kernel
+
+
+def _placed(lf: pl.LazyFrame, width: int, head: int | None = None) -> pl.LazyFrame:
+    """Rules 1-2 on scored rows (:func:`_scored`) in any order, without reordering them:
+    each row's place in the whole ranking (``c.T_RANK``: queries ascending, each in its
+    order), in its query's (``c.T_POSITION``) and whether its query has more than
+    ``width`` rows (``c.T_MORE``); with ``head``, only each query's first ``head`` rows
+    are placed (:func:`ragframe.postprocess._rank.ranking`)."""
     reranked = c.RERANK_SCORE in lf.collect_schema()
-    score = signed_zero_free(pl.coalesce(c.RERANK_SCORE, c.T_SIM) if reranked else pl.col(c.T_SIM))
-    ranked = (
-        lf.with_columns(pl.col(c.SIMILARITY).fill_null(0.0).alias(c.T_SIM))
-        .drop(c.SIMILARITY)
-        .sort([query, score], descending=[False, True], maintain_order=True)
-        .with_row_index(c.T_RANK)  # cheaper than an int_range on the streaming engine
+    score = pl.coalesce(c.RERANK_SCORE, c.T_SIM) if reranked else pl.col(c.T_SIM)
+    dtype = pl.Struct({c.T_RANK: pl.Int64, c.T_POSITION: pl.Int64, c.T_MORE: pl.Boolean})
+    places = pl.struct(c.QUERY_ID, score.alias(c.RANKING_SCORE)).map_batches(
+        _ranking_kernel(width, head), return_dtype=dtype
     )
-    if keep is not None:
-        ranked = ranked.group_by(c.QUERY_ID, maintain_order=True).head(keep)
-    return ranked.with_columns(
-        pl.col(c.T_RANK).cast(pl.Int64), query.ne_missing(query.shift(1)).alias(c.T_START)
-    )
+    return lf.with_columns(places.alias(c.T_KERNEL)).unnest(c.T_KERNEL)
+
+
+def _started(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """Mark each query's first row in its order (``c.T_START``)."""
+    return lf.with_columns((pl.col(c.T_POSITION) == 0).alias(c.T_START))
 
 
 def entity_key(typed: bool) -> list[str]:
@@ -69,23 +83,6 @@ def _since_start(running: pl.Expr) -> pl.Expr:
     """A running value (over all rows, in ranking order) less its value on the query's
     first row: the same value counted from each query's start, without a window."""
     return running - pl.when(c.T_START).then(running).forward_fill()
-
-
-def _headed(ranked: pl.LazyFrame, width: int) -> pl.LazyFrame:
-    """Mark each query's first ``width`` rows (``c.T_HEAD``) and, on every row, whether the
-    query has rows past them (``c.T_MORE``): see :func:`kept_chunks`. Rows in ranking
-    order."""
-    position = _since_start(pl.col(c.T_RANK))  # in the query's order
-    query = pl.col(c.QUERY_ID)
-    return ranked.with_columns(position.alias(c.T_POSITION)).with_columns(
-        (pl.col(c.T_POSITION) < width).alias(c.T_HEAD),
-        pl.when(pl.col(c.T_POSITION) == width)
-        .then(True)
-        .when(query.ne_missing(query.shift(-1)))  # the query's last row
-        .then(False)
-        .backward_fill()
-        .alias(c.T_MORE),
-    )
 
 
 def _reachable(ranked: pl.LazyFrame, top_k: int, typed: bool) -> pl.LazyFrame:
@@ -109,15 +106,18 @@ def _reachable(ranked: pl.LazyFrame, top_k: int, typed: bool) -> pl.LazyFrame:
     )
 
 
-def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
+def _walk_kernel(top_k: int, in_source: bool) -> Callable[[pl.Series], pl.Series]:
     """Rule 3 as a kernel over whole columns: per row, whether the walk selects it, and
     (on every row of its query) how many chunks the query selects and the best
-    similarity among them."""
+    similarity among them. ``in_source``: the batch is the rows, then the text
+    source's (:func:`ragframe.postprocess._texts.stacked`); those get no answer."""
 
     def kernel(batch: pl.Series) -> pl.Series:
-        parts = batch.struct.unnest()
+        found = row_texts(batch.struct.unnest(), in_source)
+        parts = found.rows
         selected, count, best = walk(
-            parts[c.TEXT],
+            found.address,
+            found.length,
             parts[c.T_RANK].to_numpy(),
             parts[c.T_START].to_numpy(),
             parts[c.T_SIM].to_numpy(),
@@ -126,16 +126,22 @@ def _walk_kernel(top_k: int) -> Callable[[pl.Series], pl.Series]:
             parts[c.T_HASH].to_numpy().view(np.int64),
             top_k,
         )
+        del found  # the texts were read in place until here
         columns = {c.T_SELECTED: selected, c.T_COUNT: count, c.T_BEST: best}
-        return pl.DataFrame(columns).to_struct(batch.name)
+        rest = batch.len() - len(selected)
+        return pl.DataFrame(columns).extend(pl.DataFrame(columns).clear(rest)).to_struct(batch.name)
 
     return kernel
 
 
-def _walked(top_k: int, typed: bool) -> pl.Expr:
-    """Rule 3 over rows in any order (whole queries, each a prefix of its ranking):
-    struct of ``c.T_SELECTED``, ``c.T_COUNT``, ``c.T_BEST``."""
+def _walked(
+    rows: pl.LazyFrame, texts: pl.LazyFrame | None, top_k: int, typed: bool
+) -> pl.LazyFrame:
+    """Rule 3 over rows in any order (whole queries, each a prefix of its ranking), their
+    texts read in place (from ``texts``, the chunk store, or their own ``text``): the
+    rows with ``c.T_WALK``, a struct of ``c.T_SELECTED``, ``c.T_COUNT``, ``c.T_BEST``."""
     inputs = pl.struct(
+        c.T_ROW,
         c.TEXT,
         c.T_RANK,
         c.T_START,
@@ -145,7 +151,12 @@ def _walked(top_k: int, typed: bool) -> pl.Expr:
         pl.struct(*entity_key(typed)).hash().alias(c.T_HASH),
     )
     dtype = pl.Struct({c.T_SELECTED: pl.Boolean, c.T_COUNT: pl.Int64, c.T_BEST: pl.Float64})
-    return inputs.map_batches(_walk_kernel(top_k), return_dtype=dtype)
+    walk_ = inputs.map_batches(_walk_kernel(top_k, texts is not None), return_dtype=dtype)
+    if texts is None:
+        return rows.with_columns(walk_.alias(c.T_WALK))
+    both = stacked(rows, texts, [pl.col(c.TEXT)]).with_columns(walk_.alias(c.T_WALK))
+    # cached before the filter: a consumer's filter pushed into it would walk again
+    return both.cache().filter(pl.col(c.T_ROW).is_not_null())
 
 
 def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.Expr:
@@ -166,43 +177,38 @@ def group_key(zero: int | str, typed: bool) -> list[pl.Expr]:
 
 def kept_chunks(
     slim: pl.LazyFrame,
-    texts: pl.LazyFrame,
-    on: tuple[list[pl.Expr], list[str]],
+    texts: pl.LazyFrame | None,
     zero: int | str,
     top_k: int,
     min_similarity: float,
     typed: bool = True,
     absent: Sequence[pl.Expr] = (),
 ) -> pl.LazyFrame:
-    """Rules 1-4: the chunks each query keeps, with ``text`` and helper columns, in
-    any order: ``c.T_RANK``, each row's place in the whole ranking, orders them (queries
+    """Rules 1-4: the chunks each query keeps, with helper columns, in any order:
+    ``c.T_RANK``, each row's place in the whole ranking, orders them (queries
     ascending, each in ranking order).
 
-    ``slim`` holds the canonical candidates without text (with a ``c.T_ROW`` index when
-    the text is inline); ``texts`` holds ``text``, joined by ``on``: the key as
-    expressions over the candidates and as ``texts``' columns (``c.T_ROW``, or the chunk
-    store's key: :func:`ragframe.postprocess._inputs.store_key`). ``typed=False`` says every
-    ``entity_type`` is null (the input has none); ``absent`` adds the optional columns
-    ``slim`` lacks (null literals), after the reach.
+    ``slim`` holds the canonical candidates, each with ``c.T_ROW``, its text's row of
+    ``texts`` (the chunk store: :mod:`ragframe.postprocess._texts`), or, without
+    ``texts``, with its ``text``. ``typed=False`` says every ``entity_type`` is null
+    (the input has none); ``absent`` adds the optional columns ``slim`` lacks (null
+    literals), after the reach.
 
-    Text is joined only where the walk may need it, in two passes. The first walks
-    each query's first :func:`first_pass_width` candidates (``c.T_HEAD``): where it selects
-    top_k of them, the walk stops there whatever follows, as it does unless repeats are
-    common. The second walks again only the queries the first did not fill and that
-    have more candidates (``c.T_MORE``), over their reachable prefix (:func:`_reachable`).
-    Texts are normalized only where a chunk shares its group with another (repeats and
-    merges need a partner).
+    Texts are read only where the walk may need them, in two passes. The first walks
+    each query's first :func:`first_pass_width` candidates (their ``c.T_POSITION``,
+    found without sorting the table: :func:`_placed`): where it selects top_k of them,
+    the walk stops there whatever follows, as it does unless repeats are common. The
+    second walks again only the queries the first did not fill and that have more
+    candidates (``c.T_MORE``), ranked in full, over their reachable prefix
+    (:func:`_reachable`). Texts are normalized only where a chunk shares its group with
+    another (repeats and merges need a partner).
     """
     width = first_pass_width(top_k)
-    ranked = _headed(_ranked(slim, keep=width + 1), width)  # one past: is there more?
+    # cached: the first pass and the queries walked again both read it
+    ranked = _placed(_scored(slim), width, head=width).cache()
 
-    def with_text(rows: pl.LazyFrame) -> pl.LazyFrame:
-        # any row order (cheaper on the streaming engine): c.T_RANK orders the rows
-        joined = rows.join(texts, left_on=on[0], right_on=on[1], how="left")
-        extra = [name for name in on[1] if name not in rows.collect_schema()]  # a store key
-        return joined.drop(extra).with_columns(
-            pl.col(c.TEXT).fill_null(""), *group_key(zero, typed), *absent
-        )
+    def keyed(rows: pl.LazyFrame) -> pl.LazyFrame:
+        return rows.with_columns(*group_key(zero, typed), *absent)
 
     walked = pl.col(c.T_WALK).struct.field
     count, t = walked(c.T_COUNT), threshold_expr(walked(c.T_COUNT), top_k, min_similarity)
@@ -211,26 +217,26 @@ def kept_chunks(
         (pl.col(c.T_SIM) >= t) | (pl.col(c.T_START) & (walked(c.T_BEST) < t))
     )
     # cached: both the kept rows and the list of queries to walk again read it
-    head = (
-        with_text(ranked.filter(c.T_HEAD))
-        .with_columns(_walked(top_k, typed).alias(c.T_WALK))
-        .cache()
+    head = _walked(
+        keyed(_started(ranked.filter(pl.col(c.T_POSITION) < width))), texts, top_k, typed
     )
+    head = head if texts is not None else head.cache()
     unfilled = pl.col(c.T_MORE) & (count < top_k)
     # each of those queries with its first row's rank in the whole ranking
     short = head.filter(pl.col(c.T_START) & unfilled).select(
         c.QUERY_ID, pl.col(c.T_RANK).alias(c.T_BASE)
     )
     # the candidates of those queries, in input order (the ranking's tie-break), ranked
-    # again; a row's rank in the whole ranking is its query's first rank plus its
-    # position in the query, so every kept row's c.T_RANK orders it among all of them
-    rest = slim.join(short.select(c.QUERY_ID), on=c.QUERY_ID, how="semi", maintain_order="left")
-    reach = _reachable(_headed(_ranked(rest), width), top_k, typed)
-    reach = reach.join(short, on=c.QUERY_ID, how="left").with_columns(
+    # again in full; a row's rank in the whole ranking is its query's first rank plus
+    # its position in the query, so every kept row's c.T_RANK orders it among all
+    rest = ranked.join(short, on=c.QUERY_ID, how="semi", maintain_order="left")
+    rest = _placed(rest.drop(c.T_RANK, c.T_POSITION, c.T_MORE), width)
+    rest = rest.join(short, on=c.QUERY_ID, how="left").with_columns(
         (pl.col(c.T_BASE) + pl.col(c.T_POSITION)).alias(c.T_RANK)
     )
-    again = with_text(reach).with_columns(_walked(top_k, typed).alias(c.T_WALK))
+    reach = _reachable(_started(rest.sort(c.T_RANK)), top_k, typed)  # few rows
+    again = _walked(keyed(reach), texts, top_k, typed)
     done = head.filter(keep & ~unfilled)
-    drop = [c.T_WALK, c.T_HEAD, c.T_MORE, c.T_POSITION]
+    drop = [c.T_WALK, c.T_MORE, c.T_POSITION]
     again = again.filter(keep).select(done.collect_schema().names())  # same column order
     return pl.concat([done, again], how="vertical").drop(drop)

@@ -7,6 +7,8 @@ step            SPEC 1                                           parameters read
 :func:`prepare`  input columns, text source, missing text        :data:`PREPARE_FIELDS`
 :func:`select`   rules 1-4 (ranking, distinct top-K, threshold)  :data:`SELECT_FIELDS`
 :func:`merge`    rules 5-9 (sort, group, merge, order blocks)    :data:`MERGE_FIELDS`
+                 (and 10 with ``budgeted``: in characters, no    (and the budget's two)
+                 text is written for the blocks it drops)
 :func:`budget`   rule 10 (block and character/token budgets)     the budget's two
 :func:`finish`   missing text's default: an error when collected  none
 ==============  ==============================================  ==========================
@@ -25,6 +27,7 @@ from ragframe.postprocess import (
     _merge,
     _missing,
     _select,
+    _texts,
     _token_budget,
     _token_merge,
 )
@@ -50,11 +53,10 @@ class Prepared:
     """The candidates as every later step reads them."""
 
     slim: pl.LazyFrame
-    """The canonical candidates without text (a row index when the text is inline)."""
-    texts: pl.LazyFrame
-    """Where the text is: the inline text by row, or the chunk store (cached)."""
-    on: tuple[list[pl.Expr], list[str]]
-    """The text join's key, over the candidates and as ``texts``' columns."""
+    """The canonical candidates, each with ``c.T_ROW``: the row of ``texts`` that holds
+    its text (-1: none); with inline text (``texts`` None), the text itself."""
+    texts: pl.LazyFrame | None
+    """The chunk store (cached), read in place through ``c.T_ROW``; None: inline text."""
     zero: int | str
     """What a null entity reads as in the group key."""
     typed: bool
@@ -75,47 +77,57 @@ def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) 
     lf, passthrough = _inputs.canonical(given, chunks is not None, offsets)
     schema = lf.collect_schema()
     missing = None
-    if chunks is None:
-        side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())]
-        texts = lf.select(c.T_ROW, *side).cache()  # both walk passes join it
-        on: tuple[list[pl.Expr], list[str]] = ([pl.col(c.T_ROW)], [c.T_ROW])
-    else:
-        store, key, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
-        texts, on = store.cache(), (key, names)  # cached: both walk passes join it
+    texts: pl.LazyFrame | None = None
+    side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())] if chunks is None else []
+    if chunks is not None:  # each candidate's row of the store, from one lookup
+        store, _, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
+        texts = store.cache()  # cached: the lookup, the walks and the merge read it
+        lf = _texts.with_store_rows(lf, texts, names).cache()  # slim and missing read it
         if config.missing_text == "drop":
-            lf = _missing.present(lf, texts, key, names)
+            lf = _missing.present(lf)
         elif config.missing_text == "error":
-            missing = _missing.missing(lf, texts, key, names)
+            missing = _missing.missing(lf)
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
     known = [name for name in _inputs.KNOWN if name in schema]
-    row = [c.T_ROW] if chunks is None else []  # the key of inline text
-    slim = lf.select(*row, *known, *passthrough)  # passthrough rides along
+    slim = lf.select(c.T_ROW, *known, *side, *passthrough)  # passthrough rides along
     absent = _inputs.absent(schema)
-    return Prepared(slim, texts, on, zero, typed, absent, passthrough, missing)
+    return Prepared(slim, texts, zero, typed, absent, passthrough, missing)
 
 
 def select(prepared: Prepared, config: PostprocessConfig) -> pl.LazyFrame:
     """Rules 1-4: the chunks each query keeps, with their text."""
     p = prepared
     return _select.kept_chunks(
-        p.slim, p.texts, p.on, p.zero, config.top_k, config.min_similarity, p.typed, p.absent
+        p.slim, p.texts, p.zero, config.top_k, config.min_similarity, p.typed, p.absent
     )
 
 
-def merge(prepared: Prepared, kept: pl.LazyFrame, config: PostprocessConfig) -> pl.LazyFrame:
-    """Rules 5-9: one row per block, each query's blocks in rule 9's order."""
+def merge(
+    prepared: Prepared, kept: pl.LazyFrame, config: PostprocessConfig, *, budgeted: bool = False
+) -> pl.LazyFrame:
+    """Rules 5-9: one row per block, each query's blocks in rule 9's order; with
+    ``budgeted``, rule 10 too (the output's columns; only the blocks it keeps). In
+    characters without a tokenizer, the budget is decided inside the merge (no text
+    written for the blocks it drops); otherwise on the merged blocks (:func:`budget`)."""
+    p = prepared
     gap, overlap, counter = config.max_chunk_gap, config.overlap, config.counter
     if config.length == "tokens" and counter is not None:  # the cap in tokens: its own path
         cap = config.max_block_tokens
-        p = prepared
-        return _token_merge.blocks(kept, gap, cap, counter, overlap, p.passthrough, p.typed)
+        blocks = _token_merge.blocks(
+            kept, p.texts, gap, cap, counter, overlap, p.passthrough, p.typed
+        )
+        return budget(blocks, config, p.passthrough) if budgeted else blocks
     cap = config.max_merged_block_characters
-    return _merge.blocks(kept, gap, cap, overlap, prepared.passthrough, prepared.typed)
+    limits = (config.max_blocks, config.max_characters) if budgeted else None
+    blocks = _merge.blocks(kept, p.texts, gap, cap, overlap, p.passthrough, p.typed, limits)
+    if not budgeted or counter is None:
+        return blocks
+    return _token_budget.with_token_counts(blocks, counter, p.passthrough)
 
 
 def budget(blocks: pl.LazyFrame, config: PostprocessConfig, passthrough: list[str]) -> pl.LazyFrame:
-    """Rule 10 on :func:`merge`'s blocks: in characters (the seed) or tokens; with a
-    tokenizer, the output has each block's ``token_count``."""
+    """Rule 10 on :func:`merge`'s blocks (not ``budgeted``): in characters (the seed) or
+    tokens; with a tokenizer, the output has each block's ``token_count``."""
     if config.length == "tokens":
         return _token_budget.budget(blocks, config, passthrough)
     out = _budget.budget(blocks, config, passthrough)

@@ -15,9 +15,12 @@ counts those it reaches (:mod:`._token_budget`).
 
 The text of each append is the character merge's own: the compiled merge
 (:func:`ragframe.postprocess._kernels._merge.merge`) run on pairs (the block's text,
-the chunk) with no character cap gives ``block + remove_overlap(block, chunk)``
-(rule 7), or the offsets mode's append, byte for byte as the character mode builds it.
-Rule 5's order and rule 9's come from :mod:`._merge` as well.
+the chunk) with no character cap, its pairs' texts then written
+(:func:`~ragframe.postprocess._kernels._merge.write_blocks`), gives ``block +
+remove_overlap(block, chunk)`` (rule 7), or the offsets mode's append, byte for byte as
+the character mode builds it. Rule 5's order and rule 9's come from :mod:`._merge` as
+well, and each candidate's text from its text source as the character merge reads it
+(:mod:`._texts`: the input's own text, or the chunk store's row ``c.T_ROW``).
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._arrow import strings
+from ragframe._arrow import consecutive_strings, string_addresses
 from ragframe._validate import MAX_COUNT
 from ragframe.postprocess._kernels._compile import F64, I64, Bools
-from ragframe.postprocess._kernels._merge import merge
+from ragframe.postprocess._kernels._merge import Texts, merge, write_blocks
 from ragframe.postprocess._merge import (
     _STATS,
     MergeOrder,
@@ -42,6 +45,7 @@ from ragframe.postprocess._merge import (
     _segment_starts,
     merge_order,
 )
+from ragframe.postprocess._texts import row_texts, split, stacked
 from ragframe.postprocess._tokens import TokenCounter, count_texts
 
 Offsets = tuple[I64, I64]
@@ -77,9 +81,11 @@ def appended(
         start, end = np.zeros(2 * k, dtype=np.int64), np.zeros(2 * k, dtype=np.int64)
         end[0::2], start[1::2], end[1::2] = ends
         offsets = (start, end)
+    address, length, alive = string_addresses(pool)
+    address, length = address[order], length[order]
     pairs = merge(
-        pool,
-        order,
+        address,
+        length,
         first,
         np.tile(np.array([0, 1], dtype=np.int64), k),
         np.zeros(2 * k),
@@ -90,7 +96,13 @@ def appended(
     )
     if not (pairs.starts[0::2].all() and not pairs.starts[1::2].any()):
         raise RuntimeError("internal error: a pair did not merge in the token merge")
-    return strings(pairs.buffer, pairs.begin[0::2], pairs.size[0::2])
+    heads = np.arange(0, 2 * k, 2, dtype=np.int64)
+    size = pairs.size[heads]
+    data, begin = write_blocks(
+        address, length, pairs.piece, Texts(heads, heads + 2, np.zeros_like(size), size)
+    )
+    del alive  # the buffers the addresses point into lived until here
+    return consecutive_strings(data, begin)
 
 
 def assign(
@@ -191,6 +203,20 @@ def _frame(
     )
 
 
+def _row_text(parts: pl.DataFrame, in_source: bool) -> pl.Series:
+    """Each row's text (null: ""), from the row itself or, for a :func:`stacked` batch,
+    from its text source's row ``c.T_ROW`` (-1: none, "")."""
+    if not in_source:
+        return parts[c.TEXT].fill_null("")
+    rows, source = split(parts)
+    row = rows[c.T_ROW].to_numpy()
+    if not len(source):
+        return pl.Series(c.TEXT, [""] * len(row), dtype=pl.String)
+    text = source[c.TEXT].gather(pl.Series(np.where(row >= 0, row, 0))).fill_null("")
+    none = np.flatnonzero(row < 0)
+    return text.scatter(none, "") if len(none) else text
+
+
 def _kernel(
     max_gap: int,
     cap: int,
@@ -198,18 +224,20 @@ def _kernel(
     by_offsets: bool,
     first: dict[str, str],
     typed: bool,
+    in_source: bool,
 ) -> Callable[[pl.Series], pl.Series]:
     """The token merge over whole columns (rows in any order), as the character merge's
-    kernel gives its blocks (:func:`ragframe.postprocess._merge.blocks`)."""
+    kernel gives its blocks (:func:`ragframe.postprocess._merge.blocks`); ``in_source``:
+    the batch is :func:`stacked`, texts in the text source after the rows."""
 
     def kernel(batch: pl.Series) -> pl.Series:
-        parts = batch.struct.unnest()
+        whole = batch.struct.unnest()
+        found = row_texts(whole, in_source, by_offsets)
+        parts, offsets = found.rows, found.offsets
+        del found  # only the offsets and the rows are read here: the texts by value
         rows = merge_order(parts, typed)
-        offsets = None
-        if by_offsets:
-            offsets = tuple(parts[n].cast(pl.Int64).to_numpy() for n in (c.START_CHAR, c.END_CHAR))
-        texts = parts[c.TEXT].fill_null("")
-        blocks = assign(texts, rows, offsets, max_gap, cap, counter)  # type: ignore[arg-type]
+        texts = _row_text(whole, in_source)
+        blocks = assign(texts, rows, offsets, max_gap, cap, counter)
         return _frame(parts, rows, blocks, first, typed).to_struct(batch.name)
 
     return kernel
@@ -217,6 +245,7 @@ def _kernel(
 
 def blocks(
     kept: pl.LazyFrame,
+    texts: pl.LazyFrame | None,
     max_gap: int,
     cap: int,
     counter: TokenCounter,
@@ -226,9 +255,11 @@ def blocks(
 ) -> pl.LazyFrame:
     """Rules 5-9 with the block cap ``cap`` in tokens: the character merge's blocks
     (:func:`ragframe.postprocess._merge.blocks`, same columns and order) plus
-    ``c.T_TOKENS``, each block's token count where the merge counted it."""
+    ``c.T_TOKENS``, each block's token count where the merge counted it. Texts as the
+    character merge reads them: ``texts``' rows ``c.T_ROW`` (the chunk store), or,
+    without ``texts``, the rows' own ``text`` (and offsets)."""
     by_offsets = overlap == "offsets"
-    offsets = (c.START_CHAR, c.END_CHAR) if by_offsets else ()
+    side = [c.TEXT, *((c.START_CHAR, c.END_CHAR) if by_offsets else ())]
     first = {
         c.QUERY_ID: c.QUERY_ID,
         c.CHUNK_INDEX: c.START_CHUNK_INDEX,
@@ -244,9 +275,9 @@ def blocks(
         c.T_TOKENS: pl.Int64,
     }
     group = [c.T_TYPE, c.T_ENTITY, c.ENTITY_TYPE, c.ENTITY_ID]
-    columns = [c.TEXT, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *offsets, *group, *first]
+    columns = [c.T_ROW, *side, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *group, *first]
     inputs = pl.struct(*dict.fromkeys(columns))
-    kernel = inputs.map_batches(
-        _kernel(max_gap, cap, counter, by_offsets, first, typed), return_dtype=pl.Struct(fields)
-    )
-    return kept.select(kernel.alias(c.T_KERNEL)).unnest(c.T_KERNEL)
+    run = _kernel(max_gap, cap, counter, by_offsets, first, typed, texts is not None)
+    kernel = inputs.map_batches(run, return_dtype=pl.Struct(fields))
+    rows = kept if texts is None else stacked(kept, texts, [pl.col(name) for name in side])
+    return rows.select(kernel.alias(c.T_KERNEL)).unnest(c.T_KERNEL)

@@ -35,9 +35,22 @@ from typing import IO, TypeVar
 
 SWITCH = "RAGFRAME_COMPILE_AHEAD"
 """``1``: a second process whatever the load; ``0``: none; unset: while a CPU is idle."""
-RUN_ORDER = {"_walk": "_walk", "_ordered_in_segments": "_order", "_merge": "_merge"}
-"""The kernels one postprocess call runs, in the order it first calls them, and the
-kernel file of each."""
+RUN_ORDER = {
+    "_dense_probe": "_store",
+    "_table": "_store",
+    "_probe": "_store",
+    "_grouped_by": "_order",
+    "_places": "_order",
+    "_walk": "_walk",
+    "_ordered_in_segments": "_order",
+    "_merge": "_merge",
+    "_write": "_merge",
+}
+"""The kernels one postprocess call may run, in the order it first calls them, and the
+kernel file of each (the store lookup's: by entity for a store laid out as chunkers
+write it, else a hash table; the counting sort only for input not grouped by query).
+Rule 10's cut (``_truncations``, only for a first block over the budget) is left to
+the call that needs it: the second process compiles the last kernels first."""
 WAIT_LIMIT = 300
 """Seconds this process waits for a kernel the other compiles, at most (then it compiles
 it itself: the other process may be stuck)."""

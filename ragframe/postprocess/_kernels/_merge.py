@@ -30,7 +30,13 @@ from ragframe.postprocess._kernels._compile import (
 )
 from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
 from ragframe.postprocess._kernels._parts import in_parts
-from ragframe.postprocess._kernels._text import code_points
+from ragframe.postprocess._kernels._text import (
+    code_points,
+    decode,
+    java_whitespace,
+    lead,
+    trimmed,
+)
 
 
 @internal
@@ -53,29 +59,32 @@ def _merge(
     start_char: F64,
     end_char: F64,
     part: tuple[int, int, int],
-    out: U8,
+    piece: I64,
     blocks: MergeBlocks,
-) -> int:
+) -> None:
     """Rules 6-8 for the groups of rows ``part[0]:part[1]``: rows in merge order,
     ``group_start`` marking each group's first row, ``rerank`` and the offsets NaN
     where null (offsets as floats: exact below 2**53, and one signature whether or not
-    a chunk lacks them). Writes block texts into ``out`` from byte ``part[2]`` on and
-    returns the byte after them.
+    a chunk lacks them); no block is longer than ``part[2]`` bytes.
 
-    Sets in ``blocks``, per row: whether it starts a block, and on each block's first
-    row its text's first byte in ``out`` and its length in bytes, its length in code
-    points, end chunk index, max and sum of similarity, chunk count and max rerank
-    score (NaN: none). Parts of disjoint groups may run at once.
+    Sets per row, in ``piece``, what it adds to its block: its text from that byte
+    (0 where it starts a block), or -1 for "\n" + its whole text; and in ``blocks``
+    whether it starts a block and, on each block's first row, the block's length in
+    bytes and in code points, end chunk index, max and sum of similarity, chunk count
+    and max rerank score (NaN: none). The current block's text is built in a scratch
+    buffer (rule 7 reads it); the texts themselves are written later, for the blocks
+    the budget keeps (:func:`write_blocks`). Parts of disjoint groups may run at once.
     """
-    starts, block_begin_at, block_bytes, block_chars, block_end, block_max = blocks[:6]
-    block_sum, block_count, block_rerank = blocks[6:]
-    lo, hi, used = part
-    longest = longest_text(length)
-    nxt = np.empty(longest, dtype=np.uint8)
-    tail = np.empty(longest, dtype=np.uint8)
-    fail = np.empty(longest, dtype=np.int64)
+    starts, block_bytes, block_chars, block_end, block_max = blocks[:5]
+    block_sum, block_count, block_rerank = blocks[5:]
+    lo, hi, longest = part
+    text = np.empty(max(longest, 1), dtype=np.uint8)  # the current block's
+    widest = longest_text(length)
+    nxt = np.empty(widest, dtype=np.uint8)
+    tail = np.empty(widest, dtype=np.uint8)
+    fail = np.empty(widest, dtype=np.int64)
     b = -1  # the current block's first row
-    block_begin = used  # the current block's first byte in out
+    used = ZERO  # the current block's bytes
     chars = 0  # the current block's length in code points
     char_end = 0.0  # float64, as the offsets: one signature of offsets_cut
     for r in range(lo, hi):
@@ -84,22 +93,23 @@ def _merge(
         t0, t1 = ZERO, len(data)
         append = False
         cut = t0  # where the appended text starts; -1: "\n" + the whole chunk
-        skipped = 0
         extra = 0
         if not group_start[r] and b >= 0 and chunk_index[r] - block_end[b] <= max_gap:
+            skipped = 0
             if by_offsets:
                 cut, skipped = offsets_cut(data, t0, t1, start_char[r], end_char[r], char_end)
-            elif used > block_begin and t1 > t0:
-                cut, skipped = overlap_cut(out, block_begin, used, data, t0, t1, nxt, tail, fail)
+            elif used > 0 and t1 > t0:
+                cut, skipped = overlap_cut(text, ZERO, used, data, t0, t1, nxt, tail, fail)
             total = code_points(data, t0, t1)
             extra = total + 1 if cut < 0 else total - skipped
             append = chars + extra <= cap
         if append:
+            piece[r] = cut
             if cut < 0:
-                out[used] = 10
+                text[used] = 10
                 used += 1
                 cut = t0
-            _copy(data[cut:t1], out[used:])
+            _copy(data[cut:t1], text[used:])
             used += t1 - cut
             chars += extra
             block_end[b] = chunk_index[r]
@@ -114,13 +124,12 @@ def _merge(
         else:
             if b >= 0:
                 block_chars[b] = chars
-                block_bytes[b] = used - block_begin
+                block_bytes[b] = used
             starts[r] = True
+            piece[r] = 0
             b = r
-            block_begin = used
-            block_begin_at[r] = used
-            _copy(data, out[used:])
-            used += t1
+            _copy(data, text)
+            used = t1
             chars = code_points(data, t0, t1)
             char_end = end_char[r]
             block_end[r] = chunk_index[r]
@@ -130,24 +139,119 @@ def _merge(
             block_rerank[r] = rerank[r]
     if b >= 0:
         block_chars[b] = chars
-        block_bytes[b] = used - block_begin
-    return used
+        block_bytes[b] = used
 
 
-MergeBlocks = tuple[Bools, I64, I64, I64, I64, F64, F64, I64, F64]
+@internal
+def _block_range(
+    address: I64, length: I64, piece: I64, rows: tuple[int, int], skip: int, out: U8
+) -> None:
+    """Bytes ``skip:skip + len(out)`` of the text of the block made of the rows
+    ``rows[0]:rows[1]`` (each adding its ``piece``: see :func:`_merge`), into ``out``."""
+    end = skip + len(out)
+    at = ZERO  # the block text's byte where the next row's part starts
+    w = 0
+    for r in range(rows[0], rows[1]):
+        if at >= end:
+            break
+        cut = piece[r]
+        if cut < 0:
+            if at >= skip:
+                out[w] = 10
+                w += 1
+            at += 1
+            cut = 0
+        data = text_at(address, length, r)
+        a, b = max(at, skip), min(at + len(data) - cut, end)
+        if a < b:
+            _copy(data[cut + a - at : cut + b - at], out[w:])
+            w += b - a
+        at += len(data) - cut
+
+
+@compiled
+def _write(
+    address: I64,
+    length: I64,
+    piece: I64,
+    first: I64,
+    stop: I64,
+    skip: I64,
+    begin: I64,
+    part: tuple[int, int],
+    out: U8,
+) -> None:
+    """Write the texts of blocks ``part[0]:part[1]``: block ``k`` (the rows
+    ``first[k]:stop[k]``) from its byte ``skip[k]`` into ``out[begin[k]:begin[k + 1]]``."""
+    for k in range(part[0], part[1]):
+        rows = (first[k], stop[k])
+        _block_range(address, length, piece, rows, skip[k], out[begin[k] : begin[k + 1]])
+
+
+@compiled
+def _truncations(
+    address: I64,
+    length: I64,
+    piece: I64,
+    first: I64,
+    stop: I64,
+    size: I64,
+    limit: int,
+    window: int,
+) -> tuple[I64, I64, I64]:
+    """Rule 10's cut of blocks longer than ``limit`` code points (block ``k``: the rows
+    ``first[k]:stop[k]``, ``size[k]`` bytes): the first ``limit`` code points, cut at the
+    last Java whitespace among positions ``limit - 1`` down to, not including,
+    ``max(0, limit - window)``, then Java-trimmed. Per block: the byte it starts at,
+    its bytes and its code points."""
+    skip = np.zeros(len(first), dtype=np.int64)
+    take = np.zeros(len(first), dtype=np.int64)
+    chars = np.zeros(len(first), dtype=np.int64)
+    for k in range(len(first)):
+        text = np.empty(size[k], dtype=np.uint8)
+        _block_range(address, length, piece, (first[k], stop[k]), ZERO, text)
+        cut = _cut(text, limit, window)
+        a, b = trimmed(text, ZERO, cut)
+        skip[k], take[k], chars[k] = a, b - a, code_points(text, a, b)
+    return skip, take, chars
+
+
+@internal
+def _cut(text: U8, limit: int, window: int) -> int:
+    """The byte where rule 10 cuts ``text`` (longer than ``limit`` code points)."""
+    pos = ZERO  # the byte where code point ``limit`` starts
+    seen = 0
+    while seen < limit:
+        pos += 1
+        while pos < len(text) and not lead(text[pos]):
+            pos += 1
+        seen += 1
+    cut = pos
+    lowest = max(0, limit - window)
+    at = limit
+    while at - 1 > lowest:  # positions limit - 1 down to lowest + 1
+        pos -= 1
+        while not lead(text[pos]):
+            pos -= 1
+        at -= 1
+        cp, _ = decode(text, pos)
+        if java_whitespace(cp):
+            return pos
+    return cut
+
+
+MergeBlocks = tuple[Bools, I64, I64, I64, F64, F64, I64, F64]
 
 
 class MergeResult(NamedTuple):
-    """What :func:`merge` gives: per row in merge order, set on each block's first row
-    (``starts``), the block's text (``size`` bytes at ``begin`` in ``buffer``) and its
-    statistics."""
+    """What :func:`merge` gives: per row in merge order, what it adds to its block
+    (``piece``) and whether it starts one; set on each block's first row, the block's
+    statistics. The texts are written by :func:`write_blocks`."""
 
     starts: Bools
     """Whether the row starts a block."""
-    buffer: U8
-    """The block texts, UTF-8 (parts leave gaps between them)."""
-    begin: I64
-    """The block text's first byte in ``buffer``."""
+    piece: I64
+    """The row's text from this byte is its part of the block (-1: "\n" + all of it)."""
     size: I64
     """The block text's length in bytes."""
     chars: I64
@@ -162,8 +266,8 @@ class MergeResult(NamedTuple):
 
 
 def merge(
-    texts: pl.Series,
-    order: I64,
+    address: I64,
+    length: I64,
     group_start: Bools,
     chunk_index: I64,
     sim: F64,
@@ -174,14 +278,12 @@ def merge(
     end_char: npt.NDArray[np.int64 | np.float64] | None = None,
 ) -> MergeResult:
     """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given.
-    ``texts`` in any row order, ``order`` their rows in merge order; the other arrays
-    are in merge order.
+    Every array is in merge order, the texts as addresses and lengths
+    (:func:`ragframe._arrow.string_addresses`).
 
     Returns the blocks as a :class:`MergeResult`. Inputs reach the kernel
     :func:`~._compile.frozen`, outputs fresh: one signature whatever the caller's arrays.
     """
-    address, length, alive = string_addresses(texts)
-    address, length = address[order], length[order]
     n = len(chunk_index)
     by_offsets = start_char is not None and end_char is not None
     zeros = np.zeros(n, dtype=np.int64)
@@ -197,42 +299,112 @@ def merge(
         frozen(start_char if start_char is not None else zeros, np.float64),
         frozen(end_char if end_char is not None else zeros, np.float64),
     )
-    # a block's text is at most its chunks' bytes and a newline per chunk
-    room = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(length + 1, out=room[1:])
-    out = np.empty(int(room[-1]), dtype=np.uint8)
+    group_firsts = np.flatnonzero(group_start)
+    # a block's text is at most its group's bytes and a newline per chunk
+    group_bytes = np.add.reduceat(length + 1, group_firsts) if n else zeros
+    piece = np.zeros(n, dtype=np.int64)
     blocks: MergeBlocks = (
         np.zeros(n, dtype=np.bool_),
-        np.zeros(n, dtype=np.int64),
-        np.zeros(n, dtype=np.int64),
-        np.zeros(n, dtype=np.int64),
-        np.zeros(n, dtype=np.int64),
+        *(np.zeros(n, dtype=np.int64) for _ in range(3)),
         np.zeros(n, dtype=np.float64),
         np.zeros(n, dtype=np.float64),
         np.zeros(n, dtype=np.int64),
         np.full(n, np.nan, dtype=np.float64),
-    )
+    )  # type: ignore[assignment]
 
     def run(part: tuple[int, int]) -> None:
         lo, hi = part
+        within = np.searchsorted(group_firsts, [lo, hi])
+        longest = int(group_bytes[within[0] : within[1]].max()) if hi > lo else 0
         _merge(
             *rows,
             int(max_gap),
             int(cap),
             by_offsets,
             *offsets,
-            (lo, hi, int(room[lo])),
-            out,
+            (lo, hi, longest),
+            piece,
             blocks,
         )
 
-    in_parts(run, np.flatnonzero(group_start), n)
-    del alive  # the buffers ``address`` points into lived until here
-    return MergeResult(blocks[0], out, *blocks[1:])
+    in_parts(run, group_firsts, n)
+    return MergeResult(blocks[0], piece, *blocks[1:])
+
+
+class Texts(NamedTuple):
+    """Which bytes of which blocks to write: block ``k`` is the rows
+    ``first[k]:stop[k]`` (merge order), written from its byte ``skip[k]``, ``take[k]``
+    bytes (for a truncated block, rule 10's cut)."""
+
+    first: I64
+    stop: I64
+    skip: I64
+    take: I64
+
+
+def truncated(
+    address: I64, length: I64, piece: I64, blocks: Texts, limit: int, window: int
+) -> tuple[Texts, I64]:
+    """``blocks`` (``take``: their sizes) cut to ``limit`` code points as rule 10 cuts
+    (see :func:`_truncations`), and the code points each keeps."""
+    a, n, p, first, stop, size = (
+        frozen(x, np.int64)
+        for x in (address, length, piece, blocks.first, blocks.stop, blocks.take)
+    )
+    skip, take, chars = _truncations(a, n, p, first, stop, size, int(limit), int(window))
+    return Texts(blocks.first, blocks.stop, skip, take), chars
+
+
+def write_blocks(address: I64, length: I64, piece: I64, blocks: Texts) -> tuple[U8, I64]:
+    """The texts of ``blocks``, one after another in one buffer of exactly their bytes
+    (written on all CPUs), and where each begins (then the end). Inputs reach the
+    kernels :func:`~._compile.frozen` (as in :func:`merge` and :func:`truncated`)."""
+    begin = np.zeros(len(blocks.take) + 1, dtype=np.int64)
+    np.cumsum(blocks.take, out=begin[1:])
+    out = np.empty(int(begin[-1]), dtype=np.uint8)
+
+    a, n, p, first, stop, skip = (
+        frozen(x, np.int64)
+        for x in (address, length, piece, blocks.first, blocks.stop, blocks.skip)
+    )
+    at = frozen(begin, np.int64)
+
+    def run(part: tuple[int, int]) -> None:
+        _write(a, n, p, first, stop, skip, at, part, out)
+
+    m = len(blocks.take)
+    in_parts(run, np.arange(m, dtype=np.int64), m)
+    return out, begin
+
+
+def _sample_blocks() -> tuple[I64, I64, MergeResult, Texts, object]:
+    """A block of two one-character rows (\"a\", \"b\"), merged: what the samples
+    below call the kernels on."""
+    address, length, alive = string_addresses(pl.Series(["a", "b"]))
+    i64, f64 = np.zeros(2, dtype=np.int64), np.zeros(2)
+    m = merge(address, length, np.array([True, False]), i64, f64, f64, 1, 10)
+    one = np.zeros(1, dtype=np.int64)
+    blocks = Texts(one, one + 2, one, m.size[:1].copy())
+    return address, length, m, blocks, alive
 
 
 @sample("_merge")
 def _sample() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
-    i64, f64, yes = np.zeros(1, dtype=np.int64), np.zeros(1), np.ones(1, dtype=np.bool_)
-    merge(pl.Series(["a"]), i64, yes, i64, f64, f64, 1, 10)
+    _sample_blocks()
+
+
+@sample("_write")
+def _sample_write() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    address, length, m, blocks, alive = _sample_blocks()
+    write_blocks(address, length, m.piece, blocks)
+    del alive
+
+
+@sample("_truncations")
+def _sample_truncations() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    address, length, m, blocks, alive = _sample_blocks()
+    truncated(address, length, m.piece, blocks, 1, 80)
+    del alive

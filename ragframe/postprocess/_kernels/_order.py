@@ -1,12 +1,13 @@
 """A stable sort within segments of rows (each query's), by integer key columns:
-rule 5's merge order and rule 9's block order."""
+rules 2 and 5 (ranking and merge order) and rule 9's block order; and rows grouped by a
+dense code (each query's rows together) in one counting pass."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ragframe.postprocess._kernels._ahead import sample
-from ragframe.postprocess._kernels._compile import I64, Bools, compiled, frozen, internal
+from ragframe.postprocess._kernels._compile import F64, I64, Bools, compiled, frozen, internal
 
 
 @internal
@@ -65,6 +66,113 @@ def _merge_sorted(rows: I64, keys: I64, scratch: I64) -> None:
             rows[i] = scratch[i]
 
 
+def descending_key(values: F64) -> I64:
+    """Integers in the descending order of finite ``values`` (the first is the largest),
+    -0.0 tying with 0.0 (the bits of a double, negatives' magnitude bits flipped), so a
+    compiled integer sort orders them. Not compiled: whole-array numpy."""
+    bits = (0.0 - values).view(np.int64)  # 0.0 - 0.0 and 0.0 - -0.0 are both 0.0
+    return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+def grouped_by(code: I64, count: int) -> I64:
+    """The rows ordered by ``code`` (each in ``range(count)``), stably: a counting sort,
+    two linear passes.
+
+    Example:
+        >>> import numpy as np
+        >>> grouped_by(np.array([1, 0, 1, 0]), 2).tolist()
+        [1, 3, 0, 2]
+    """
+    return _grouped_by(frozen(code, np.int64), int(count))
+
+
+@compiled
+def _grouped_by(code: I64, count: int) -> I64:
+    """:func:`grouped_by` on its inputs as one numba type."""
+    first = np.zeros(count + 1, dtype=np.int64)
+    for c in code:
+        first[c + 1] += 1
+    for k in range(count):
+        first[k + 1] += first[k]
+    order = np.empty(len(code), dtype=np.int64)
+    for row in range(len(code)):
+        order[first[code[row]]] = row
+        first[code[row]] += 1
+    return order
+
+
+@internal
+def _row(order: I64, i: int) -> int:
+    """The ``i``-th row of ``order``, or ``i`` itself when ``order`` is empty."""
+    return i if len(order) == 0 else order[i]
+
+
+@internal
+def _head(order: I64, lo: int, hi: int, key: I64, keep: int, best: I64, best_row: I64) -> int:
+    """The first ``keep`` of the rows ``lo:hi`` of ``order`` (in input order) by ``key``
+    ascending, ties in input order, into ``best_row`` (``best``: their keys): one pass,
+    each row compared with the last kept one, inserted only when it beats it. Returns
+    how many."""
+    filled = 0
+    for i in range(lo, hi):
+        row = _row(order, i)
+        value = key[row]
+        if filled == keep:
+            if value >= best[keep - 1]:  # a tie loses: the kept one came first
+                continue
+            j = keep - 1
+        else:
+            j = filled
+            filled += 1
+        while j > 0 and best[j - 1] > value:
+            best[j], best_row[j] = best[j - 1], best_row[j - 1]
+            j -= 1
+        best[j], best_row[j] = value, row
+    return filled
+
+
+def places(
+    order: I64, bounds: I64, code: I64, base: I64, key: I64, keep: int, width: int
+) -> tuple[I64, I64, Bools]:
+    """Per row: its place in the whole ranking, its place in its query's order, and
+    whether its query has more than ``width`` rows. Segment ``k`` (a query, code
+    ``code[k]``, whose first place in the whole ranking is ``base[code[k]]``) holds the
+    rows ``order[bounds[k]:bounds[k + 1]]``, or those rows themselves when ``order`` is
+    empty, in ranking order, or in input order with ``key`` (a row's
+    :func:`descending_key`). Only each query's first ``keep`` rows are placed; the
+    others get place ``keep`` and rank -1."""
+    rows, ends, codes, first, keys = (frozen(a, np.int64) for a in (order, bounds, code, base, key))
+    return _places(rows, ends, codes, first, keys, int(keep), int(width))
+
+
+@compiled
+def _places(
+    order: I64, bounds: I64, code: I64, base: I64, key: I64, keep: int, width: int
+) -> tuple[I64, I64, Bools]:
+    """:func:`places` on its inputs as one numba type."""
+    n = bounds[-1]
+    rank = np.full(n, -1, dtype=np.int64)
+    position = np.full(n, keep, dtype=np.int64)
+    more = np.empty(n, dtype=np.bool_)
+    best = np.empty(max(keep, 1), dtype=np.int64)
+    best_row = np.empty(max(keep, 1), dtype=np.int64)
+    for k in range(len(bounds) - 1):
+        lo, hi = bounds[k], bounds[k + 1]
+        first = base[code[k]]
+        longer = hi - lo > width
+        for i in range(lo, hi):
+            more[_row(order, i)] = longer
+        if len(key) == 0:
+            for i in range(lo, min(hi, lo + keep)):
+                position[_row(order, i)] = i - lo
+                rank[_row(order, i)] = first + i - lo
+        else:
+            for j in range(_head(order, lo, hi, key, keep, best, best_row)):
+                position[best_row[j]] = j
+                rank[best_row[j]] = first + j
+    return rank, position, more
+
+
 def ordered_in_segments(starts: Bools, keys: I64) -> I64:
     """The rows ordered by the columns of ``keys`` (``keys[row]``, compared in column
     order; ascending, stable) within each segment of rows (``starts`` marks their first
@@ -93,6 +201,19 @@ def _ordered_in_segments(starts: Bools, keys: I64) -> I64:
         _merge_sorted(order[lo:hi], keys, scratch[lo:hi])
         lo = hi
     return order
+
+
+@sample("_grouped_by")
+def _sample_grouped() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    grouped_by(np.zeros(1, dtype=np.int64), 1)
+
+
+@sample("_places")
+def _sample_places() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    i64 = np.zeros(1, dtype=np.int64)
+    places(i64, np.array([0, 1], dtype=np.int64), i64, i64, i64, 1, 1)
 
 
 @sample("_ordered_in_segments")

@@ -203,7 +203,8 @@ def _walk(
 
 
 def walk(
-    texts: pl.Series,
+    address: I64,
+    length: I64,
     rank: I64,
     start: Bools,
     sim: F64,
@@ -212,12 +213,12 @@ def walk(
     hashes: I64,
     top_k: int,
 ) -> tuple[Bools, I64, F64]:
-    """The distinct top-K walk (see :func:`_walk`) over columns in any row order:
-    ``rank`` orders the rows (ranking order, each query's rows together), ``start``
-    marks each query's first row, ``hashes`` hash (entity, type). Inputs reach the
-    kernel :func:`~._compile.frozen`, outputs fresh: one signature whatever the caller's
-    arrays."""
-    address, length, alive = string_addresses(texts)
+    """The distinct top-K walk (see :func:`_walk`) over columns in any row order, the
+    texts read in place (``address``, ``length``: :func:`ragframe._arrow.string_addresses`;
+    their buffers alive meanwhile): ``rank`` orders the rows (ranking order, each
+    query's rows together), ``start`` marks each query's first row, ``hashes`` hash
+    (entity, type). Inputs reach the kernel :func:`~._compile.frozen`, outputs fresh:
+    one signature whatever the caller's arrays."""
     n = len(rank)
     order = np.arange(n, dtype=np.int64)
     if n > 1 and not bool((rank[1:] > rank[:-1]).all()):
@@ -242,7 +243,7 @@ def walk(
         _walk(*inputs, int(top_k), slots, part, out)
 
     in_parts(run, starts, n)
-    del alive, more  # the buffers the addresses point into lived until here
+    del more  # the buffers the addresses point into lived until here
     return out[0], out[1], out[2]
 
 
@@ -264,7 +265,9 @@ def _sample() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
     i64, yes = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.bool_)
     entity, entity_type = pl.Series([1]), pl.Series([None], dtype=pl.String)
-    walk(pl.Series(["a"]), i64, yes, np.zeros(1), entity, entity_type, i64, 1)
+    address, length, alive = string_addresses(pl.Series(["a"]))
+    walk(address, length, i64, yes, np.zeros(1), entity, entity_type, i64, 1)
+    del alive
 
 
 def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, list[Any]]:

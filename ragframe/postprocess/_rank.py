@@ -1,0 +1,132 @@
+"""Rules 1-2, the ranking, for every query at once, without sorting the table.
+
+Each candidate gets its place in its query's order (ranking score descending, ties in
+input order) and in the whole ranking (queries ascending, each in its order). Retrieval
+output nearly always arrives grouped by query and ordered by score: one vectorized pass
+(:func:`presorted`) tells, and then the places are the rows' own, nothing is sorted.
+Otherwise the rows are grouped by query with a counting sort (when the input is not
+grouped already) and each query's few rows are sorted by a compiled stable sort
+(:func:`ragframe.postprocess._kernels._order.ordered_in_segments`): linear in the rows
+but for the per-query sorts, where Polars' sort of the whole table by (query, score)
+costs a full comparison sort and copies every column.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import polars as pl
+
+from ragframe.postprocess._kernels._compile import F64, I64, Bools
+from ragframe.postprocess._kernels._order import (
+    descending_key,
+    grouped_by,
+    ordered_in_segments,
+    places,
+)
+
+SELECT_HEAD = 64
+"""The longest head a one-pass selection finds (each row compared with the head's
+last, inserted when it beats it: at most this many moves a row); a longer one is found
+by sorting each query's rows."""
+
+
+class Ranking(NamedTuple):
+    """Per row, in input order."""
+
+    rank: I64
+    """The row's place in the whole ranking: queries ascending (by id), each query's
+    rows in its order."""
+    position: I64
+    """The row's place in its query's order (0: its first)."""
+    more: Bools
+    """Whether its query has more rows than the ``width`` asked about."""
+
+
+def presorted(score: F64, starts: Bools) -> bool:
+    """Whether ``score`` never increases within a run of rows (``starts`` marks their
+    first rows): one vectorized pass. -0.0 equals 0.0 here, as in the ranking."""
+    if len(score) < 2:
+        return True
+    return bool(np.all((score[1:] <= score[:-1]) | starts[1:]))
+
+
+class _Runs(NamedTuple):
+    """The runs of equal query ids in input order."""
+
+    starts: Bools
+    """Whether a row starts a run."""
+    firsts: I64
+    """Each run's first row."""
+    code: I64
+    """Each run's query code: queries numbered in ascending id order."""
+    queries: int
+    grouped: bool
+    """Whether each query is one run (the input is grouped by query)."""
+
+
+def _runs(query: pl.Series) -> _Runs:
+    """The runs of ``query``; only the runs' ids are compared or ranked."""
+    if query.dtype == pl.String:
+        starts = query.ne_missing(query.shift(1)).to_numpy()  # the first row starts one too
+    else:
+        values = query.to_numpy()  # never null
+        starts = np.empty(len(values), dtype=np.bool_)
+        starts[0] = True
+        np.not_equal(values[1:], values[:-1], out=starts[1:])
+    firsts = np.flatnonzero(starts)
+    ids = query.gather(pl.Series(firsts))
+    if ids.is_sorted():  # ascending runs: distinct, since neighbouring runs differ
+        return _Runs(starts, firsts, np.arange(len(firsts), dtype=np.int64), len(firsts), True)
+    code = ids.rank("dense").cast(pl.Int64).to_numpy() - 1
+    queries = int(code.max()) + 1
+    return _Runs(starts, firsts, code, queries, queries == len(firsts))
+
+
+def ranking(query: pl.Series, score: F64, width: int, head: int | None = None) -> Ranking:
+    """Rules 1-2 for rows in any order: each row's :class:`Ranking`, from its query id
+    and ranking score (finite; ties keep input order), and whether its query has more
+    than ``width`` rows. With ``head``, only each query's first ``head`` rows are
+    placed (the others: place ``head``, rank -1), in one pass over each query's rows
+    when ``head`` is at most :data:`SELECT_HEAD`.
+
+    Grouped input is ranked run by run, in place when :func:`presorted`; other input is
+    grouped by query first (a counting sort on the queries' codes).
+
+    Example:
+        >>> import numpy as np, polars as pl
+        >>> r = ranking(pl.Series([7, 7, 3]), np.array([0.1, 0.9, 0.5]), 1)
+        >>> r.rank.tolist(), r.position.tolist(), r.more.tolist()
+        ([2, 1, 0], [1, 0, 0], [True, True, False])
+    """
+    n = len(query)
+    none = np.zeros(0, dtype=np.int64)
+    if n == 0:
+        return Ranking(none, none, np.zeros(0, dtype=np.bool_))
+    runs = _runs(query)
+    lengths = np.diff(runs.firsts, append=n)
+    order, key = none, none  # the rows themselves, in ranking order
+    if runs.grouped:  # segments: the runs, in input order
+        bounds, code, starts = np.append(runs.firsts, n), runs.code, runs.starts
+        size = np.empty(runs.queries, dtype=np.int64)
+        size[code] = lengths
+        ranked = presorted(score, starts)
+    else:  # segments: the queries, in code order
+        row_code = np.repeat(runs.code, lengths)
+        order = grouped_by(row_code, runs.queries)
+        size = np.bincount(row_code, minlength=runs.queries)
+        bounds = np.r_[0, np.cumsum(size)]
+        code = np.arange(runs.queries, dtype=np.int64)
+        starts = np.zeros(n, dtype=np.bool_)
+        starts[bounds[:-1]] = True
+        ranked = False
+    keep = n if head is None else min(head, n)
+    if not ranked and keep <= SELECT_HEAD:
+        key = descending_key(score)
+    elif not ranked:
+        within = descending_key(score if runs.grouped else score[order])
+        sorted_rows = ordered_in_segments(starts, within[:, None])
+        order = sorted_rows if runs.grouped else order[sorted_rows]
+    base = np.cumsum(size) - size  # each query's first place in the whole ranking
+    return Ranking(*places(order, bounds, code, base, key, keep, width))

@@ -1,0 +1,124 @@
+"""Where each candidate's text is, without a join: a row of the text source.
+
+The text source is the input's own text (with its offsets), one row per candidate, or
+the chunk store (first row per key). Each candidate carries ``c.T_ROW``: the row of the
+source that holds its text (its own row for inline text; for a store, the row with its
+(entity, chunk index), found by a compiled hash lookup,
+:func:`ragframe.postprocess._kernels._store.store_rows`; -1 when the store has none).
+A kernel that needs text gets the candidates it works on followed by the source's text
+column (:func:`stacked`: one frame, so one map over whole columns sees both) and reads
+each candidate's text in place through its row (:func:`split`). A Polars join would
+copy every text it carries (the streaming engine gathers the strings) and, for the
+missing-text check, probe every candidate once more; the lookup is one pass that finds
+both the text and the candidates without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import polars as pl
+
+from ragframe import schema as c
+from ragframe._arrow import ViewCells, string_addresses
+from ragframe.postprocess._kernels._compile import I64
+from ragframe.postprocess._kernels._store import store_rows
+
+_SHIFT = 2**64
+"""The integer store key is entity * 2**64 + (chunk index + 2**63)
+(:func:`ragframe.postprocess._inputs.store_key`)."""
+
+
+def store_parts(names: Sequence[str]) -> list[pl.Expr]:
+    """The store's (entity, chunk index) as ``entity_id`` and ``chunk_index``, from its
+    key columns ``names`` (both, or the one integer key)."""
+    if len(names) > 1:
+        return [pl.col(c.ENTITY_ID), pl.col(c.CHUNK_INDEX)]
+    key = pl.col(names[0])
+    return [
+        (key // _SHIFT).cast(pl.Int64).alias(c.ENTITY_ID),
+        (key % _SHIFT - 2**63).cast(pl.Int64).alias(c.CHUNK_INDEX),
+    ]
+
+
+def stacked(rows: pl.LazyFrame, texts: pl.LazyFrame, columns: Sequence[pl.Expr]) -> pl.LazyFrame:
+    """``rows`` (each with a ``c.T_ROW``) followed by the text source's ``columns``, all
+    its rows in order; each side's other columns null there."""
+    return pl.concat([rows, texts.select(columns)], how="diagonal")
+
+
+def split(parts: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A :func:`stacked` batch: the rows, then the text source's rows."""
+    rows = int(parts.height - parts[c.T_ROW].null_count())
+    return parts.head(rows), parts.slice(rows)
+
+
+def _looked_up(batch: pl.Series) -> pl.Series:
+    """The stacked keys' lookup: the candidates' store rows (only theirs)."""
+    rows, store = split(batch.struct.unnest())
+    found = store_rows(
+        rows[c.ENTITY_ID], rows[c.CHUNK_INDEX], store[c.ENTITY_ID], store[c.CHUNK_INDEX]
+    )
+    return pl.Series(batch.name, found)
+
+
+def with_store_rows(
+    candidates: pl.LazyFrame, store: pl.LazyFrame, names: Sequence[str]
+) -> pl.LazyFrame:
+    """``candidates`` (with ``c.T_ROW``, ``entity_id`` and ``chunk_index``), in order,
+    their ``c.T_ROW`` now the row of ``store`` (key columns ``names``) with their key,
+    or -1 (a null entity has none). Only the keys are stacked for the lookup; its
+    answer is put beside the candidates (cached: read twice)."""
+    given = candidates.cache()
+    keys = given.select(c.T_ROW, c.ENTITY_ID, c.CHUNK_INDEX)
+    key = pl.struct(c.T_ROW, c.ENTITY_ID, c.CHUNK_INDEX)
+    found = stacked(keys, store, store_parts(names)).select(
+        key.map_batches(_looked_up, return_dtype=pl.Int64).alias(c.T_ROW)
+    )
+    order = candidates.collect_schema().names()
+    return pl.concat([given.drop(c.T_ROW), found], how="horizontal").select(order)
+
+
+class RowTexts(NamedTuple):
+    """The rows of a kernel's batch and where their texts are (see :func:`row_texts`)."""
+
+    rows: pl.DataFrame
+    address: I64
+    """Each row's text: its UTF-8 bytes' address (read in place) ..."""
+    length: I64
+    """... and byte length (0: no text)."""
+    offsets: tuple[I64, I64] | None
+    """Each row's ``start_char`` and ``end_char``, when asked for."""
+    alive: ViewCells
+    """Owns the memory the addresses point into: keep it while they are read."""
+
+
+def row_texts(parts: pl.DataFrame, in_source: bool, offsets: bool = False) -> RowTexts:
+    """A kernel's batch: its rows and their texts, read in place. ``in_source``: the
+    batch is :func:`stacked` (each row's text in the source's row ``c.T_ROW``; -1 for
+    none: ""); else each row carries its ``text`` (and offsets). Null text reads ""."""
+    if not in_source:
+        address, length, alive = string_addresses(parts[c.TEXT])
+        given = (_ints(parts[c.START_CHAR]), _ints(parts[c.END_CHAR])) if offsets else None
+        return RowTexts(parts, address, length, given, alive)
+    rows, source = split(parts)
+    row = rows[c.T_ROW].to_numpy()
+    address, length, alive = string_addresses(source[c.TEXT])
+    found = None
+    if offsets:
+        found = (_at(_ints(source[c.START_CHAR]), row), _at(_ints(source[c.END_CHAR]), row))
+    return RowTexts(rows, _at(address, row), _at(length, row), found, alive)
+
+
+def _at(values: I64, row: I64) -> I64:
+    """``values[row]``, 0 where ``row`` is -1 (no source row)."""
+    if not len(values):
+        return np.zeros(len(row), dtype=np.int64)
+    return np.where(row >= 0, values[np.maximum(row, 0)], 0)
+
+
+def _ints(column: pl.Series) -> I64:
+    """An integer column as int64, nulls as 0."""
+    return column.fill_null(0).cast(pl.Int64).to_numpy()
