@@ -8,6 +8,7 @@ import pytest
 from ragframe.evaluate._stats import (
     _incomplete_beta,
     bootstrap_ci,
+    bootstrap_cis,
     holm,
     pareto_front,
     randomization_p,
@@ -51,6 +52,16 @@ def test_the_bootstrap_is_seeded_and_brackets_the_mean() -> None:
     assert low < values.mean() < high
     assert bootstrap_ci(values, seed=8) != (low, high)
     assert np.isnan(bootstrap_ci(np.zeros(0))[0])
+
+
+def test_a_column_without_any_value_has_no_interval_and_no_warning() -> None:
+    """A metric no query has (``duplicate_chars`` without the store's offsets) gets a
+    nan interval, silently (warnings are errors here); the other columns are as alone."""
+    values = np.random.default_rng(3).random(40)
+    both = np.column_stack([values, np.full(40, np.nan)])
+    low, high = bootstrap_cis(both, seed=7)
+    assert (low[0], high[0]) == pytest.approx(bootstrap_ci(values, seed=7), rel=1e-12)
+    assert np.isnan(low[1]) and np.isnan(high[1])
 
 
 def test_the_randomization_test() -> None:

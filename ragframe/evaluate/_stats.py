@@ -50,8 +50,10 @@ def bootstrap_cis(
         with np.errstate(invalid="ignore", divide="ignore"):
             means[lo : lo + b] = (counts @ filled) / (counts @ mask)
     tail = (1 - level) / 2 * 100
-    with np.errstate(invalid="ignore"):
-        low, high = np.nanpercentile(means, [tail, 100 - tail], axis=0)
+    low, high = np.full(m, np.nan), np.full(m, np.nan)
+    some = present.any(axis=0)  # a column with no value at all (e.g. no offsets): nan
+    if some.any():
+        low[some], high[some] = np.nanpercentile(means[:, some], [tail, 100 - tail], axis=0)
     return low, high
 
 
