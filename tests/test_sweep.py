@@ -55,6 +55,31 @@ def test_a_sweep_gives_what_each_configuration_gives_alone() -> None:
         assert_frame_equal(mine.drop("config", *varied), alone)
 
 
+def test_a_sweep_may_mix_character_and_token_budgets() -> None:
+    """Configurations in characters and in tokens side by side (only the latter have
+    ``token_count``): each one's rows are what it gives alone."""
+    from tests.test_tokens import toy
+
+    results, chunks, qrels = _cranfield()
+    configs = [
+        ragframe.PostprocessConfig(top_k=10, max_characters=3000),
+        ragframe.PostprocessConfig(top_k=10, length="tokens", tokenizer=toy, max_tokens=300),
+    ]
+    result = sweep(results, configs, qrels, chunks=chunks)
+    assert result.summary.height == 2
+    for number, config in enumerate(configs):
+        blocks = ragframe.postprocess(results, config, chunks=chunks)
+        alone = evaluate(
+            qrels,
+            blocks=blocks,
+            max_blocks=config.max_blocks,
+            max_characters=config.max_characters,
+            chunks=chunks,
+        ).collect()
+        mine = result.per_query.filter(pl.col("config") == number)
+        assert_frame_equal(mine.select(alone.columns), alone)
+
+
 def test_the_summary_tests_against_the_baseline_and_marks_the_front() -> None:
     results, chunks, qrels = _cranfield()
     grid = {"max_chunk_gap": [0, 1], "max_characters": [1500, 3000], "min_similarity": [0.0]}

@@ -152,7 +152,7 @@ def sweep_rows(
             for i, x in enumerate(configs)
         ]
     )
-    everything = pl.concat(contexts, how="vertical")
+    everything = pl.concat(contexts, how="diagonal_relaxed")  # token_count: tokens only
     per_query = evaluate_contexts(everything, judged, settings, store)
     return settings.select(c.CONFIG, *parameters).join(per_query, on=c.CONFIG)
 
