@@ -158,6 +158,36 @@ def test_every_query_is_accounted_for() -> None:
     assert summary["ndcg@5"].item() == 0.5
 
 
+@pytest.mark.parametrize("engine", ["streaming", "auto"])
+def test_the_plan_survives_a_consumer_that_stops_early(engine: Any) -> None:
+    """A join against an empty frame finishes the plan before it has read its inputs (as
+    ``partition.evaluate_part`` does for a partition without queries). Polars 2.1's
+    streaming ``gather`` by a column then panicked (``PortState::Done``): the ideal DCG
+    must not place rows with one."""
+    qrels = pl.DataFrame({"query_id": [1, 1, 2], "doc_id": [7, 9, 8], "relevance": [2, 1, 1]})
+    run = pl.DataFrame({"query_id": [1, 2], "doc_id": [7, 3], "similarity": [0.5, 0.4]})
+    blocks = pl.DataFrame(
+        {
+            "query_id": [1],
+            "block_rank": [0],
+            "entity_id": [7],
+            "char_count": [10],
+            "truncated": [False],
+        }
+    )
+    none = pl.LazyFrame({"query_id": []}, schema={"query_id": pl.Int64})
+    for plan in (
+        evaluate(qrels, candidates=run, k=[1, 5]),
+        evaluate(qrels, blocks=blocks, max_blocks=2, max_characters=100),
+    ):
+        whole = plan.collect()
+        for how in ("semi", "inner"):
+            out = plan.join(none, on="query_id", how=how).collect(engine=engine)
+            assert out.height == 0 and out.columns[: whole.width] == whole.columns
+        kept = plan.join(none, on="query_id", how="anti", maintain_order="left")
+        assert kept.collect(engine=engine).equals(whole)
+
+
 def test_context_metrics_hand_computed() -> None:
     """Blocks of query 1: d7 (relevant, gain 2) twice, d3 (unjudged), d5 (judged not
     relevant); d9 (gain 1) never reaches the context."""

@@ -95,6 +95,20 @@ def test_evaluate_parts_equal_one_call(cranfield: dict[str, pl.DataFrame]) -> No
     assert_frame_equal(joined, whole.filter(pl.col(c.QUERY_ID).is_in(results[c.QUERY_ID])))
 
 
+def test_evaluate_part_of_a_partition_without_queries(cranfield: dict[str, pl.DataFrame]) -> None:
+    """What a Dask or Ray worker hands over for a partition the hash left empty (and what
+    the Dask driver checks the options on): a zero-row Arrow table. No rows come back,
+    the columns of a full partition's; this panicked in Polars' streaming engine."""
+    qrels = ragframe.read_qrels(cranfield["qrels"], gain={1: 4, 2: 3, 3: 2, 4: 1, -1: 0})
+    results = cranfield["results_minilm"]
+    blocks = ragframe.postprocess(results.head(200), CONFIG, chunks=cranfield["chunks"])
+    inputs = {"candidates": results, "blocks": blocks.collect()}
+    for name, rows in inputs.items():
+        full = evaluate_part(qrels, **{name: rows.head(200).to_arrow()})
+        empty = evaluate_part(qrels, **{name: rows.to_arrow().slice(0, 0)})
+        assert full.num_rows > 0 and empty.num_rows == 0 and empty.schema == full.schema
+
+
 def test_sweep_parts_equal_one_sweep(cranfield: dict[str, pl.DataFrame]) -> None:
     """Each partition's per-(config, query) rows are the sweep's rows of its queries;
     judged queries no partition has are the rows of a sweep over no candidates; the

@@ -31,10 +31,17 @@ def ideal_dcg(qrels: pl.LazyFrame) -> pl.LazyFrame:
 
 def _place_in_query() -> pl.Expr:
     """A row's 1-based place in its query, for rows grouped by query: its row number
-    less its query's first (runs of equal ids, no hashing as ``over`` would)."""
+    less its query's first (runs of equal ids, no hashing as ``over`` would).
+
+    The first row of each run is carried down by ``forward_fill``, not looked up by
+    ``gather(rle_id())``: Polars' streaming engine (2.1) runs a gather by a column as a
+    two-input node that, when its consumer finishes early (a join against an empty
+    frame, as :func:`ragframe.partition.evaluate_part` does for a partition without
+    queries), leaves its index input open, and the query panics
+    (``pipe.send_state == PortState::Done``)."""
     query, row = pl.col(c.QUERY_ID), pl.int_range(pl.len(), dtype=pl.Int64)
-    first = row.filter(query.ne_missing(query.shift()).fill_null(True)).gather(query.rle_id())
-    return row - first + 1
+    starts = query.ne_missing(query.shift()).fill_null(True)
+    return row - pl.when(starts).then(row).forward_fill() + 1
 
 
 def relevant_counts(qrels: pl.LazyFrame) -> pl.LazyFrame:
