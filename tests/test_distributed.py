@@ -56,7 +56,8 @@ def dask_client() -> Iterator[Any]:
 def ray_cluster() -> Iterator[Any]:
     ray = pytest.importorskip("ray")
     pytest.importorskip("ray.data")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # "local": a new instance, never one a `ray start` left on the machine
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
