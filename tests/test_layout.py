@@ -179,6 +179,7 @@ def test_evaluates_kernels_are_cached_in_the_per_user_folder_too(tmp_path: Path)
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.startswith("[[")
+    assert done.stderr.count("ragframe: compiling kernels, first run only") == 1
     folders = [p.name for p in tmp_path.iterdir()]
     assert len(folders) == 1 and "-ranking-" in folders[0], folders
     assert any((tmp_path / folders[0]).glob("_ranking.rank_documents-*.nbi"))

@@ -204,7 +204,7 @@ class _CompileNotice(ev.Listener):
 
     def on_start(self, event: Any) -> None:
         module = getattr(event.data.get("dispatcher"), "py_func", None)
-        ours = getattr(module, "__module__", "").startswith(__package__ or "")
+        ours = getattr(module, "__module__", "").startswith("ragframe.")  # evaluate's too
         if self.depth == 0 and not ours:
             return
         if self.depth == 0 and not self.announced:
