@@ -190,8 +190,19 @@ def test_evaluates_kernels_are_cached_in_the_per_user_folder_too(tmp_path: Path)
 def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Path) -> None:
     """From an empty cache, ``postprocess`` compiles its first kernel while a second
     process compiles the last (loaded from the cache here once it is done); the result
-    is the same, the user is told once, and the second process has ended."""
-    env = {**os.environ, _jit.CACHE_ENV: str(tmp_path / "cache"), _ahead.SWITCH: "1"}
+    is the same, the user is told once, and the second process has ended. The second
+    process imports this ragframe even from a folder holding another (the current
+    folder is not on its path), and compiles ``_merge`` before ``_write`` (whose sample
+    runs it), so neither is compiled twice."""
+    decoy = tmp_path / "decoy" / "ragframe"  # a source tree of some other version
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise SystemExit('the current folder's ragframe')\n")
+    env = {
+        **os.environ,
+        _jit.CACHE_ENV: str(tmp_path / "cache"),
+        _ahead.SWITCH: "1",
+        "PYTHONPATH": str(PACKAGE.parent),
+    }
     data = PACKAGE.parent / "data"
     argv = [str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet")]
     code = (
@@ -199,18 +210,23 @@ def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Pa
         "from ragframe.cli import main\n"
         "from ragframe.postprocess._kernels import _ahead, _merge, _store\n"
         f"assert main(['postprocess', *{argv!r}, '-o', sys.argv[1]]) == 0\n"
-        "stats = _store._dense_probe.stats.cache_misses, _merge._write.stats.cache_hits\n"
+        "stats = _store._dense_probe.stats.cache_misses, _merge._write.stats.cache_hits, "
+        "_merge._merge.stats.cache_hits\n"
         "print(*(sum(counter.values()) for counter in stats))\n"
         "print(_ahead._AHEAD[0].process.wait(timeout=60))\n"
     )
-    run = [sys.executable, "-c", code]
+    run = [sys.executable, "-P", "-c", code]
     cold = subprocess.run(
-        [*run, str(tmp_path / "cold.parquet")], env=env, capture_output=True, text=True
+        [*run, str(tmp_path / "cold.parquet")],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=decoy.parent,
     )
     assert cold.returncode == 0, cold.stderr
     assert cold.stderr.count("ragframe: compiling kernels, first run only") == 1
     counts, ended = cold.stdout.splitlines()[-2:]
-    assert counts == "1 1"  # the store lookup compiled here, _write loaded from the cache
+    assert counts == "1 1 1"  # the store lookup compiled here, _write and _merge loaded
     assert ended == "0"
     warm = subprocess.run(
         [
