@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import polars as pl
@@ -20,6 +22,7 @@ import ragframe
 from ragframe import io
 from ragframe import schema as c
 from ragframe.dataset import chunk_dataset, fetch_dataset, postprocess_dataset
+from ragframe.dataset._behind import Behind
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.postprocess import missing_text_counts
 from tests.conftest import require_cranfield
@@ -521,3 +524,49 @@ def test_a_large_store_is_scanned_for_each_partitions_keys(
     postprocess_dataset(results, out, config, chunks=path, rows_per_partition=2_000)
     assert_frame_equal(pl.read_parquet(out), want)
     assert len(seen) == 6 and max(seen) < store.height  # each partition got only its rows
+
+
+# --- reading ahead and writing behind ------------------------------------------------
+
+
+def test_the_next_partition_is_read_while_one_is_processed() -> None:
+    """Partition 1 is read while partition 0 is in use (the consumer waits for it),
+    and the pieces are written in order, one write at a time."""
+    started = threading.Event()
+    written: list[int] = []
+
+    def read(k: int) -> int:
+        if k == 1:
+            started.set()
+        return k
+
+    with Behind() as behind:
+        for k in behind.read_ahead(read, 3):
+            if k == 0:
+                assert started.wait(10), "partition 1 was not read ahead"
+            behind.write(written.append, k)
+    assert written == [0, 1, 2]
+
+
+def test_a_failed_write_raises_and_a_failed_run_waits_for_its_write() -> None:
+    """A write's error reaches the run (at the next write or at the end); an error of
+    the run itself wins over the write under way, which is finished first."""
+
+    def fail(piece: int) -> None:
+        raise OSError(f"disk full at {piece}")
+
+    with pytest.raises(OSError, match="disk full at 0"), Behind() as behind:
+        behind.write(fail, 0)
+    with pytest.raises(OSError, match="disk full at 0"), Behind() as behind:
+        behind.write(fail, 0)
+        behind.write(fail, 1)
+    done = threading.Event()
+
+    def slow(piece: int) -> None:
+        time.sleep(0.2)
+        done.set()
+
+    with pytest.raises(DataError, match="bad rows"), Behind() as behind:
+        behind.write(slow, 0)
+        raise DataError("bad rows")
+    assert done.is_set()

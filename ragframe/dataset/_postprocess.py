@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from ragframe import io
 from ragframe import schema as c
 from ragframe.dataset import _ranges
+from ragframe.dataset._behind import Behind
 from ragframe.dataset._inputs import Input, stored_bytes
 from ragframe.dataset._progress import Progress
 from ragframe.dataset._run import STORE_IN_MEMORY, RunSummary, arrow_schema, spill_place
@@ -51,9 +52,11 @@ def run(
         _reader(candidates, ranges, destination, direct) as read,
         io.open_output(destination, arrow_schema(schema), fmt=fmt, pieces=parts) as sink,
         Progress("postprocess", ranges.total, parts, "rows", progress) as bar,
+        Behind() as behind,  # reads the next partition, writes the last one, meanwhile
     ):
-        for k in range(parts):
-            sink.write(_one(read(k), texts, config, candidates, store, totals))  # none kept
+        for k, rows in enumerate(behind.read_ahead(read, parts)):
+            behind.write(sink.write, _one(rows, texts, config, candidates, store, totals))
+            del rows
             bar.advance(ranges.rows[k], queries=totals["queries"], blocks=totals["blocks"])
     return RunSummary(os.fspath(destination), parts, dict(totals), not direct)
 
