@@ -40,10 +40,10 @@ from ragframe.postprocess._kernels import _ahead
 KERNELS = Path(__file__).resolve().parent
 """The folder of the kernel files, all of which the cache key hashes."""
 CACHE_ENV = "RAGFRAME_CACHE_DIR"
-COMPILE_SECONDS = 15
-"""About how long a first run compiles, for the notice: measured 12-16 s of CPU (one
-process) on a shared 2-core machine; a second process (:mod:`._ahead`), where a CPU is
-idle, makes it shorter."""
+COMPILE_SECONDS = "10-15"
+"""About how long a first run compiles, for the notice: on a 2-core machine, measured
+9.1-9.4 s wall for the default data's first ``postprocess`` with the second process
+(:mod:`._ahead`, started while a CPU is idle), 14-15 s without it (a busy machine)."""
 
 _COMMON = {"nogil": True, "boundscheck": False, "error_model": "numpy"}
 OPTIONS: dict[str, dict[str, Any]] = {
