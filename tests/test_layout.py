@@ -395,6 +395,30 @@ def test_fetch_and_chunk_run_without_numba(tmp_path: Path) -> None:
     assert (tmp_path / "f.parquet").is_file() and (tmp_path / "c.parquet").is_file()
 
 
+def test_postprocess_never_loads_pandas(tmp_path: Path) -> None:
+    """A real postprocess run, in the engine and in token mode, does not import pandas
+    (pyarrow's ``pa.array`` of a numpy array would, where pandas is installed: 0.3-0.7 s
+    of a command's start). Meaningful where pandas is installed (the test extra's Dask
+    brings it)."""
+    pytest.importorskip("pandas")
+    data = PACKAGE.parent / "data"
+    code = (
+        "import sys, ragframe, polars as pl\n"
+        f"rows = pl.read_parquet({str(data / 'results.parquet')!r})\n"
+        f"store = pl.read_parquet({str(data / 'chunks.parquet')!r})\n"
+        "assert ragframe.postprocess(rows, chunks=store).collect().height\n"
+        "config = {'length': 'tokens', 'tokenizer': lambda t: [len(x.split()) for x in t]}\n"
+        "assert ragframe.postprocess(rows, config, chunks=store).collect().height\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
 def test_the_top_level_help_gives_each_command_its_own_summary() -> None:
     """:data:`ragframe.cli.COMMANDS` lists each command without importing it; its
     summary is the one the command's module declares."""

@@ -18,10 +18,9 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 import polars as pl
-import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._arrow import consecutive_strings
+from ragframe._arrow import consecutive_strings, int64_lists
 from ragframe.postprocess._budget import TRUNCATE_WINDOW, within_budget
 from ragframe.postprocess._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._merge import MergeResult, Texts, merge, truncated, write_blocks
@@ -234,12 +233,7 @@ def _frame(
             c.SOURCE_CHUNK_COUNT: count,
             c.RERANK_SCORE: pl.Series(blocks.rerank).fill_nan(None),
             c.RANKING_SCORE: blocks.score,
-            c.CHUNK_INDEXES: pl.Series(
-                pa.LargeListArray.from_arrays(
-                    pa.array(np.r_[0, np.cumsum(blocks.lengths)]),
-                    pa.array(rows_in.chunk_index[members]),
-                )
-            ),
+            c.CHUNK_INDEXES: int64_lists(blocks.lengths, rows_in.chunk_index[members]),
             c.BLOCK_RANK: blocks.block_rank,
             c.T_TOTAL: blocks.running,
             c.CHAR_COUNT: chars,

@@ -30,10 +30,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._arrow import consecutive_strings, string_addresses
+from ragframe._arrow import consecutive_strings, int64_lists, string_addresses
 from ragframe._validate import MAX_COUNT
 from ragframe.postprocess._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._merge import Texts, merge, write_blocks
@@ -191,11 +190,7 @@ def _frame(
             c.SOURCE_CHUNK_COUNT: count,
             c.RERANK_SCORE: pl.Series(top_rerank[ranked], dtype=pl.Float64).fill_nan(None),
             c.RANKING_SCORE: score[ranked],
-            c.CHUNK_INDEXES: pl.Series(
-                pa.LargeListArray.from_arrays(
-                    pa.array(np.r_[0, np.cumsum(count)]), pa.array(rows.chunk_index[members])
-                )
-            ),
+            c.CHUNK_INDEXES: int64_lists(count, rows.chunk_index[members]),
             c.BLOCK_RANK: block_rank,
             c.T_TOTAL: running,
             c.T_TOKENS: pl.Series(tokens, dtype=pl.Int64).replace(-1, None),
