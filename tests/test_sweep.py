@@ -4,6 +4,7 @@ grids, the baseline tests, the Pareto front, the CLI and its report."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -14,6 +15,7 @@ from ragframe.errors import ConfigError
 from ragframe.evaluate import SweepResult, evaluate, sweep
 from ragframe.evaluate._sweep import configurations
 from tests.conftest import require_cranfield
+from tests.test_tokens import toy
 
 GAIN = {1: 4, 2: 3, 3: 2, 4: 1}
 
@@ -23,6 +25,20 @@ def _cranfield() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     qrels = ragframe.read_qrels(pl.read_parquet(folder / "qrels.parquet"), gain=GAIN)
     results = pl.read_parquet(folder / "results_minilm.parquet")
     return results, pl.read_parquet(folder / "chunks.parquet"), qrels
+
+
+def _alone(
+    results: pl.DataFrame, chunks: pl.DataFrame, qrels: pl.DataFrame, config: Any
+) -> pl.DataFrame:
+    """One configuration's per-query rows without the sweep: postprocess, then evaluate."""
+    blocks = ragframe.postprocess(results, config, chunks=chunks)
+    return evaluate(
+        qrels,
+        blocks=blocks,
+        max_blocks=config.max_blocks,
+        max_characters=config.max_characters,
+        chunks=chunks,
+    ).collect()
 
 
 GRID = {
@@ -42,14 +58,7 @@ def test_a_sweep_gives_what_each_configuration_gives_alone() -> None:
     assert varied == ("top_k", "min_similarity", "max_chunk_gap", "max_characters")
     assert result.summary.height == len(configs) == 16
     for number, config in enumerate(configs):
-        blocks = ragframe.postprocess(results, config, chunks=chunks)
-        alone = evaluate(
-            qrels,
-            blocks=blocks,
-            max_blocks=config.max_blocks,
-            max_characters=config.max_characters,
-            chunks=chunks,
-        ).collect()
+        alone = _alone(results, chunks, qrels, config)
         mine = result.per_query.filter(pl.col("config") == number)
         assert mine.select(varied).unique().rows() == [tuple(getattr(config, p) for p in varied)]
         assert_frame_equal(mine.drop("config", *varied), alone)
@@ -58,8 +67,6 @@ def test_a_sweep_gives_what_each_configuration_gives_alone() -> None:
 def test_a_sweep_may_mix_character_and_token_budgets() -> None:
     """Configurations in characters and in tokens side by side (only the latter have
     ``token_count``): each one's rows are what it gives alone."""
-    from tests.test_tokens import toy
-
     results, chunks, qrels = _cranfield()
     configs = [
         ragframe.PostprocessConfig(top_k=10, max_characters=3000),
@@ -68,14 +75,7 @@ def test_a_sweep_may_mix_character_and_token_budgets() -> None:
     result = sweep(results, configs, qrels, chunks=chunks)
     assert result.summary.height == 2
     for number, config in enumerate(configs):
-        blocks = ragframe.postprocess(results, config, chunks=chunks)
-        alone = evaluate(
-            qrels,
-            blocks=blocks,
-            max_blocks=config.max_blocks,
-            max_characters=config.max_characters,
-            chunks=chunks,
-        ).collect()
+        alone = _alone(results, chunks, qrels, config)
         mine = result.per_query.filter(pl.col("config") == number)
         assert_frame_equal(mine.select(alone.columns), alone)
 
