@@ -113,10 +113,10 @@ def merge(
     gap, overlap, counter = config.max_chunk_gap, config.overlap, config.counter
     if config.length == "tokens" and counter is not None:  # the cap in tokens: its own path
         cap = config.max_block_tokens
-        blocks = _token_merge.blocks(
-            kept, p.texts, gap, cap, counter, overlap, p.passthrough, p.typed
-        )
-        return budget(blocks, config, p.passthrough) if budgeted else blocks
+        return _token_merge.blocks(
+            kept, p.texts, gap, cap, counter, overlap, p.passthrough, p.typed,
+            config if budgeted else None,
+        )  # fmt: skip
     cap = config.max_merged_block_characters
     limits = (config.max_blocks, config.max_characters) if budgeted else None
     blocks = _merge.blocks(kept, p.texts, gap, cap, overlap, p.passthrough, p.typed, limits)

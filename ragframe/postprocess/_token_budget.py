@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from ragframe import schema as c
+from ragframe.postprocess import _bpe
 from ragframe.postprocess._budget import _WS_CLASS, TRIM_CHARS, TRUNCATE_WINDOW
 from ragframe.postprocess._config import PostprocessConfig
 from ragframe.postprocess._tokens import I64, TokenCounter, count_texts
@@ -88,9 +89,15 @@ def _bisect(texts: pl.Series, hi: I64, counter: TokenCounter, limit: int, probe:
 
 def _truncate(texts: pl.Series, counter: TokenCounter, limit: int) -> tuple[pl.Series, I64]:
     """Each text truncated to ``limit`` tokens (module docstring) and its count."""
-    longest = _bisect(
-        texts, texts.str.len_chars().cast(pl.Int64).to_numpy(), counter, limit, _prefix
-    )
+    sizes = texts.str.len_chars().cast(pl.Int64).to_numpy()
+    vocab = _bpe.kernel_vocab(counter)
+    if vocab is None:
+        longest = _bisect(texts, sizes, counter, limit, _prefix)
+    else:  # the same bisection in compiled code, each prefix counted from the text's pieces
+        longest = _bpe.prefixes(texts, vocab, limit)
+        rest = np.flatnonzero(longest < 0)  # not ASCII: in rounds
+        if len(rest):
+            longest[rest] = _bisect(texts.gather(rest), sizes[rest], counter, limit, _prefix)
     out = _at(texts, longest, cut)
     counts = count_texts(counter, out)
     over = np.flatnonzero(counts > limit)  # the trim re-tokenized: the longest cut that fits

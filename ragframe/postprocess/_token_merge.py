@@ -34,8 +34,12 @@ import polars as pl
 from ragframe import schema as c
 from ragframe._arrow import consecutive_strings, int64_lists, string_addresses
 from ragframe._validate import MAX_COUNT
-from ragframe.postprocess._kernels._compile import F64, I64, Bools
-from ragframe.postprocess._kernels._merge import Texts, merge, write_blocks
+from ragframe.postprocess import _bpe, _token_budget
+from ragframe.postprocess import _merge as _char_merge
+from ragframe.postprocess._budget import within_budget
+from ragframe.postprocess._kernels._bpe import all_ascii
+from ragframe.postprocess._kernels._compile import F64, I64, Bools, frozen
+from ragframe.postprocess._kernels._merge import Texts, Vocab, merge, write_blocks
 from ragframe.postprocess._merge import (
     _STATS,
     MergeOrder,
@@ -220,22 +224,108 @@ def _kernel(
     first: dict[str, str],
     typed: bool,
     in_source: bool,
+    budget: Any = None,
+    passthrough: Sequence[str] = (),
 ) -> Callable[[pl.Series], pl.Series]:
     """The token merge over whole columns (rows in any order), as the character merge's
     kernel gives its blocks (:func:`ragframe.postprocess._merge.blocks`); ``in_source``:
-    the batch is :func:`stacked`, texts in the text source after the rows."""
+    the batch is :func:`stacked`, texts in the text source after the rows. With
+    ``budget`` (the config), the budgeted blocks (:func:`_token_budget.budget`)."""
+
+    vocab = _bpe.kernel_vocab(counter)
 
     def kernel(batch: pl.Series) -> pl.Series:
         whole = batch.struct.unnest()
         found = row_texts(whole, in_source, by_offsets)
+        if vocab is not None and all_ascii(
+            frozen(found.address, np.int64), frozen(found.length, np.int64)
+        ):
+            out = _compiled(found, cap, vocab, max_gap, first, typed, budget, passthrough)
+            return out.to_struct(batch.name)
         parts, offsets = found.rows, found.offsets
         del found  # only the offsets and the rows are read here: the texts by value
         rows = merge_order(parts, typed)
         texts = _row_text(whole, in_source)
         blocks = assign(texts, rows, offsets, max_gap, cap, counter)
-        return _frame(parts, rows, blocks, first, typed).to_struct(batch.name)
+        frame = _frame(parts, rows, blocks, first, typed)
+        if budget is not None:
+            frame = _token_budget.budget(frame.lazy(), budget, list(passthrough)).collect()
+        return frame.to_struct(batch.name)
 
     return kernel
+
+
+def _running(block_rank: I64, tokens: I64) -> I64:
+    """Each block's query's tokens up to it (blocks in rule 9's order)."""
+    total = np.cumsum(tokens)
+    first = np.flatnonzero(block_rank == 0)
+    before = np.repeat(total[first] - tokens[first], np.diff(np.append(first, len(tokens))))
+    return total - before
+
+
+def _budgeted(
+    frame: pl.DataFrame, tokens: I64, config: Any, passthrough: Sequence[str]
+) -> pl.DataFrame:
+    """Rule 10 in tokens on the blocks of :func:`_compiled`, every one counted
+    (``tokens``): those it keeps, with the token budget's output columns; each
+    query's first block cut where it is over (:func:`_token_budget._truncate`)."""
+    rank = frame[c.BLOCK_RANK].to_numpy()
+    keep = within_budget(rank, _running(rank, tokens), config.max_blocks, config.max_tokens)
+    frame, tokens = frame.filter(pl.Series(keep)), tokens[keep]
+    over = np.flatnonzero(tokens > config.max_tokens)
+    text, chars = frame[c.TEXT], frame[c.T_CHARS].to_numpy().copy()
+    if len(over):
+        cut, counts = _token_budget._truncate(text.gather(over), config.counter, config.max_tokens)
+        text = text.scatter(over, cut)
+        tokens = tokens.copy()
+        tokens[over] = counts
+        chars[over] = cut.str.len_chars().cast(pl.Int64).to_numpy()
+    truncated = np.zeros(len(tokens), dtype=np.bool_)
+    truncated[over] = True
+    return frame.with_columns(
+        text.alias(c.TEXT),
+        pl.Series(c.TRUNCATED, truncated),
+        pl.Series(c.TOKEN_COUNT, tokens, dtype=pl.Int64),
+        pl.Series(c.CHAR_COUNT, chars, dtype=pl.Int64),
+    ).select(*c.TOKEN_BLOCK_COLUMNS, *passthrough)
+
+
+def _compiled(
+    found: Any, cap: int, vocab: Vocab, max_gap: int, first: dict[str, str], typed: bool,
+    budget: Any = None, passthrough: Sequence[str] = (),
+) -> pl.DataFrame:  # fmt: skip
+    """The blocks :func:`assign` and :func:`_frame` give, by the character merge's kernel
+    merging in tokens (every text ASCII: the counts are the kernel's own, exactly
+    tiktoken's), each block counted once, incrementally: one pass, no rounds. With
+    ``budget`` (the config), rule 10 too, before any text is written: only the texts
+    of the blocks it keeps are."""
+    parts = found.rows
+    rows_in = merge_order(parts, typed)
+    order = rows_in.order
+    offs = (found.offsets[0][order], found.offsets[1][order]) if found.offsets else (None, None)
+    texts = (found.address[order], found.length[order])
+    sim = parts[c.T_SIM].to_numpy()[order]
+    rerank = parts[c.RERANK_SCORE].cast(pl.Float64).to_numpy()[order]  # nulls read as NaN
+    m = merge(
+        *texts, rows_in.group_start, rows_in.chunk_index, sim, rerank, max_gap, MAX_COUNT,
+        start_char=offs[0], end_char=offs[1], tokens=(cap, vocab),
+    )  # fmt: skip
+    ordered = _char_merge._ordered(rows_in, m, typed)
+    tokens = m.tokens[ordered.rows]
+    if budget is not None:  # the blocks past the budget: no text
+        rank = ordered.block_rank
+        keep = (rank < budget.max_blocks) & (
+            (_running(rank, tokens) <= budget.max_tokens) | (rank == 0)
+        )
+        ordered, tokens = _char_merge._kept(ordered, keep), tokens[keep]
+    written = _char_merge._texts(texts, m, ordered, None)
+    frame = _char_merge._frame(parts, rows_in, m, ordered, written, first)
+    del found  # the buffers the addresses point into lived until here
+    if budget is not None:
+        return _budgeted(frame, tokens, budget, passthrough)
+    return frame.drop(c.CHAR_COUNT, c.TRUNCATED).with_columns(
+        pl.Series(c.T_TOKENS, tokens, dtype=pl.Int64)
+    )
 
 
 def blocks(
@@ -247,10 +337,13 @@ def blocks(
     overlap: str = "text",
     passthrough: Sequence[str] = (),
     typed: bool = True,
+    budget: Any = None,
 ) -> pl.LazyFrame:
     """Rules 5-9 with the block cap ``cap`` in tokens: the character merge's blocks
     (:func:`ragframe.postprocess._merge.blocks`, same columns and order) plus
-    ``c.T_TOKENS``, each block's token count where the merge counted it. Texts as the
+    ``c.T_TOKENS``, each block's token count where the merge counted it. With
+    ``budget`` (a :class:`PostprocessConfig`), rule 10 in tokens too: the output's
+    columns (:func:`ragframe.postprocess._token_budget.budget`'s). Texts as the
     character merge reads them: ``texts``' rows ``c.T_ROW`` (the chunk store), or,
     without ``texts``, the rows' own ``text`` (and offsets)."""
     by_offsets = overlap == "offsets"
@@ -269,10 +362,14 @@ def blocks(
         c.T_TOTAL: pl.Int64,
         c.T_TOKENS: pl.Int64,
     }
+    if budget is not None:
+        fields.update({c.CHAR_COUNT: pl.Int64, c.TRUNCATED: pl.Boolean, c.TOKEN_COUNT: pl.Int64})
+        fields = {name: fields[name] for name in (*c.TOKEN_BLOCK_COLUMNS, *passthrough)}
     group = [c.T_TYPE, c.T_ENTITY, c.ENTITY_TYPE, c.ENTITY_ID]
     columns = [c.T_ROW, *side, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *group, *first]
     inputs = pl.struct(*dict.fromkeys(columns))
-    run = _kernel(max_gap, cap, counter, by_offsets, first, typed, texts is not None)
+    in_source = texts is not None
+    run = _kernel(max_gap, cap, counter, by_offsets, first, typed, in_source, budget, passthrough)
     kernel = inputs.map_batches(run, return_dtype=pl.Struct(fields))
     rows = kept if texts is None else stacked(kept, texts, [pl.col(name) for name in side])
     return rows.select(kernel.alias(c.T_KERNEL)).unnest(c.T_KERNEL)

