@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import ragframe
 from ragframe import schema as c
 from ragframe.postprocess import PostprocessConfig, _bpe, token_counter
+from ragframe.postprocess._token_budget import _truncate, _truncate_in_rounds
 from ragframe.postprocess._tokens import TiktokenCounter
 from tests.conftest import CRANFIELD, assert_same_rows, run_engine, run_reference
 from tests.test_postprocess_properties import candidate_frames, configs, merge_heavy, seam_chains
@@ -68,41 +69,55 @@ def test_a_count_after_a_seam_is_tiktoken_s(a: str, b: str) -> None:
     assert counts([a + b]) == [tiktoken_count(a + b)]
 
 
-def _bisected(text: str, limit: int) -> int:
-    """The truncation's bisection over prefix lengths, by tiktoken (the reference's)."""
-    lo, hi = 0, len(text)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if tiktoken_count(text[:mid]) <= limit:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+def _truncated(text: str, limit: int) -> tuple[str, int]:
+    """Rule 10's truncation in tokens as the rounds do it (Polars' cut, tiktoken's
+    counts): the bisection over prefix lengths, the cut and trim, the second bisection."""
+    counter = TiktokenCounter(ENCODING, compiled=False)
+    out, counts = _truncate_in_rounds(pl.Series([text]), counter, limit)
+    return out[0], int(counts[0])
+
+
+def _compiled_truncation(text: str, limit: int) -> tuple[str, int]:
+    counter = token_counter(CL100K)
+    assert _bpe.kernel_vocab(counter) is not None
+    out, counts = _truncate(pl.Series([text]), counter, limit)
+    return out[0], int(counts[0])
 
 
 @given(texts, st.integers(0, 12))
-def test_the_longest_prefix_is_the_bisection_s(text: str, limit: int) -> None:
-    vocab = _bpe.kernel_vocab(token_counter(CL100K))
-    assert vocab is not None
-    found = _bpe.prefixes(pl.Series([text]), vocab, limit).tolist()
-    assert found == [_bisected(text, limit)]
+def test_a_truncation_is_the_rounds_one(text: str, limit: int) -> None:
+    if tiktoken_count(text) > limit:  # truncation is only asked of a text over the budget
+        assert _compiled_truncation(text, limit) == _truncated(text, limit)
 
 
-def test_every_prefix_of_a_blank_run_counts_as_tiktoken() -> None:
+@given(st.text(alphabet="ab \n", min_size=1, max_size=90), st.integers(0, 30))
+def test_a_truncation_cut_at_its_prefix_is_the_rounds_one(text: str, limit: int) -> None:
+    # few blanks: the cut often lands at the bisection's prefix itself
+    if tiktoken_count(text) > limit:
+        assert _compiled_truncation(text, limit) == _truncated(text, limit)
+
+
+def test_a_prefix_that_ends_in_a_blank_run_counts_as_tiktoken() -> None:
     # a prefix that ends inside a run of blanks makes the run one piece
-    vocab = _bpe.kernel_vocab(token_counter(CL100K))
-    assert vocab is not None
-    text = "a\n\n   b  \n c"
-    for limit in range(6):
-        assert _bpe.prefixes(pl.Series([text]), vocab, limit).tolist() == [_bisected(text, limit)]
+    text = "a\n\n   b  \n c" + "x" * 100
+    for limit in range(8):
+        assert _compiled_truncation(text, limit) == _truncated(text, limit)
+
+
+def test_a_trim_that_retokenizes_takes_the_second_bisection() -> None:
+    # " gumition" is one token fewer than "gumition": the cut's leading space trimmed
+    text = " gumition " * 3
+    for limit in range(1, 8):
+        assert _compiled_truncation(text, limit) == _truncated(text, limit)
 
 
 def test_other_characters_fall_back_to_tiktoken() -> None:
     values = ["naïve café", "東京 データ", "a\u2003b", "plain", "", "😀 x"]
     assert counts(values) == [tiktoken_count(t) for t in values]
-    vocab = _bpe.kernel_vocab(token_counter(CL100K))
-    assert vocab is not None
-    assert _bpe.prefixes(pl.Series(["naïve"]), vocab, 1).tolist() == [-1]  # the caller bisects
+    counting = _bpe.kernel_vocab(token_counter(CL100K))
+    assert counting is not None
+    assert _bpe.truncated(pl.Series(["naïve"]), counting, 1)[2].tolist() == [-1]  # in rounds
+    assert _compiled_truncation("naïve café au lait", 2) == _truncated("naïve café au lait", 2)
 
 
 def test_another_expression_is_not_compiled() -> None:
@@ -174,7 +189,13 @@ def test_an_ascii_batch_takes_the_compiled_merge(
 
     calls: list[int] = []
     real = _token_merge._compiled
-    monkeypatch.setattr(_token_merge, "_compiled", lambda *a: calls.append(1) or real(*a))
+
+    def counted(*args: Any) -> Any:
+        out = real(*args)  # raises for a text not ASCII: the rounds merge instead
+        calls.append(1)
+        return out
+
+    monkeypatch.setattr(_token_merge, "_compiled", counted)
     rows = pl.DataFrame(
         {c.QUERY_ID: [1, 1], c.ENTITY_ID: [1, 1], c.CHUNK_INDEX: [0, 1],
          c.TEXT: [text, "gamma delta"], c.SIMILARITY: [0.9, 0.8]}

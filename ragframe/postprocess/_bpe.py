@@ -29,12 +29,15 @@ import polars as pl
 
 from ragframe._arrow import string_addresses
 from ragframe.postprocess._kernels._bpe import (
+    NO_RANK,
+    CachePool,
+    Vocab,
     build_table,
     classes,
     count_texts,
-    longest_prefixes,
+    truncations,
 )
-from ragframe.postprocess._kernels._compile import I64, U8, frozen
+from ragframe.postprocess._kernels._compile import I64, frozen
 from ragframe.postprocess._kernels._parts import in_parts
 
 CL100K_PATTERN = (
@@ -42,26 +45,24 @@ CL100K_PATTERN = (
     r"""[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 )
 """``cl100k_base``'s pre-tokenizer expression (tiktoken's ``_pat_str``)."""
-
-
-class Vocabulary(NamedTuple):
-    """An encoding's tokens as the kernels read them: the bytes of token ``k`` are
-    ``pool[key_at[k]:key_at[k] + key_len[k]]``, its rank ``rank[k]``; ``slots`` is
-    the hash table of their indexes."""
-
-    pool: U8
-    key_at: I64
-    key_len: I64
-    rank: I64
-    slots: I64
-
-
-_VOCABULARIES: weakref.WeakKeyDictionary[Any, Vocabulary | None] = weakref.WeakKeyDictionary()
 CLASSES = frozen(classes(), np.uint8)
 """The byte classes the kernels read (:func:`~ragframe.postprocess._kernels._bpe.classes`)."""
 
 
-def _build(encoding: Any) -> Vocabulary | None:
+class Counting(NamedTuple):
+    """An encoding as the kernels count it: its :data:`~._kernels._bpe.Vocab` (the byte
+    classes, then token ``k``'s bytes at ``pool[key_at[k]:key_at[k] + key_len[k]]``,
+    its rank, the hash table of the tokens, the two-byte tokens' ranks) and the
+    remembered piece counts its kernel calls share."""
+
+    vocab: Vocab
+    caches: CachePool
+
+
+_COUNTINGS: weakref.WeakKeyDictionary[Any, Counting | None] = weakref.WeakKeyDictionary()
+
+
+def _build(encoding: Any) -> Counting | None:
     if getattr(encoding, "_pat_str", None) != CL100K_PATTERN:
         return None
     ranks = getattr(encoding, "_mergeable_ranks", None)
@@ -73,34 +74,41 @@ def _build(encoding: Any) -> Vocabulary | None:
     pool = np.frombuffer(b"".join(keys), dtype=np.uint8)
     rank = np.fromiter(ranks.values(), dtype=np.int64, count=len(keys))
     slots = np.full(1 << max(4, (4 * len(keys)).bit_length()), -1, dtype=np.int64)
-    key_at, key_len, pool = (
-        frozen(key_at, np.int64),
-        frozen(key_len, np.int64),
-        frozen(pool, np.uint8),
-    )
-    build_table(pool, key_at, key_len, slots)
-    slots.flags.writeable = False
-    return Vocabulary(pool, key_at, key_len, frozen(rank, np.int64), slots)
+    pair = np.full(1 << 16, NO_RANK, dtype=np.int64)
+    pool, key_at = frozen(pool, np.uint8), frozen(key_at, np.int64)
+    key_len, rank = frozen(key_len, np.int64), frozen(rank, np.int64)
+    build_table(pool, key_at, key_len, rank, slots, pair)
+    slots.flags.writeable = pair.flags.writeable = False
+    return Counting((CLASSES, pool, key_at, key_len, rank, slots, pair), CachePool())
 
 
-def vocabulary(encoding: Any) -> Vocabulary | None:
-    """The kernels' :class:`Vocabulary` of a tiktoken ``encoding``, built once per
-    encoding object; None for an encoding the kernels do not reproduce."""
+def vocabulary(encoding: Any) -> Counting | None:
+    """How the kernels count a tiktoken ``encoding`` (:class:`Counting`), built once
+    per encoding object; None for an encoding the kernels do not reproduce."""
     try:
-        return _VOCABULARIES[encoding]
+        return _COUNTINGS[encoding]
     except KeyError:
         pass
     except TypeError:  # not weakly referenceable: built each time
         return _build(encoding)
-    found = _VOCABULARIES[encoding] = _build(encoding)
+    found = _COUNTINGS[encoding] = _build(encoding)
     return found
+
+
+def kernel_vocab(counter: object) -> Counting | None:
+    """How the merge and truncation kernels count ``counter``'s tokens themselves: a
+    :class:`~ragframe.postprocess._tokens.TiktokenCounter` of an encoding they
+    reproduce (its ``kernel_vocabulary()``); else None (the counter counts)."""
+    method = getattr(counter, "kernel_vocabulary", None)
+    found = method() if callable(method) else None
+    return found if isinstance(found, Counting) else None
 
 
 def counts(
     column: pl.Series,
     encoding: Any,
     fallback: Callable[[list[str]], I64] | None = None,
-    vocab: Vocabulary | None = None,
+    counting: Counting | None = None,
 ) -> I64:
     """The ``encode_ordinary`` token count of each text of ``column`` (null: 0):
     ASCII texts in compiled code, on all CPUs; the others by ``fallback`` (default:
@@ -109,8 +117,8 @@ def counts(
     Raises:
         ValueError: ``encoding`` is not one the kernels reproduce (:func:`vocabulary`).
     """
-    vocab = vocab or vocabulary(encoding)
-    if vocab is None:
+    counting = counting or vocabulary(encoding)
+    if counting is None:
         raise ValueError(f"{encoding!r}: not an encoding these kernels count")
     column = column.cast(pl.String)
     n = len(column)
@@ -121,7 +129,8 @@ def counts(
     address, length = frozen(address, np.int64), frozen(length, np.int64)
 
     def run(part: tuple[int, int]) -> None:
-        count_texts(address, length, part[0], part[1], CLASSES, *vocab, out)
+        with counting.caches.taken() as cache:
+            count_texts(address, length, part[0], part[1], counting.vocab, cache, out)
 
     in_parts(run, np.arange(n, dtype=np.int64), n)
     del owner
@@ -135,27 +144,17 @@ def counts(
     return out
 
 
-def kernel_vocab(counter: object) -> tuple[U8, U8, I64, I64, I64, I64] | None:
-    """The byte classes and the :class:`Vocabulary` the merge and truncation kernels
-    count ``counter``'s tokens with: a :class:`~ragframe.postprocess._tokens.TiktokenCounter`
-    of an encoding these kernels reproduce (its ``kernel_vocabulary()``); else None
-    (the counter counts)."""
-    method = getattr(counter, "kernel_vocabulary", None)
-    found = method() if callable(method) else None
-    return None if found is None else (CLASSES, *found)
-
-
-def prefixes(column: pl.Series, vocab: tuple[U8, U8, I64, I64, I64, I64], limit: int) -> I64:
-    """For each text (counting more than ``limit`` tokens), the longest-prefix length
-    rule 10's bisection in tokens finds (see
-    :func:`~ragframe.postprocess._kernels._bpe.longest_prefixes`); -1 for a text not
-    all ASCII."""
+def truncated(column: pl.Series, counting: Counting, limit: int) -> tuple[I64, I64, I64]:
+    """Rule 10's truncation in tokens of each text (each counting more than ``limit``,
+    see :func:`~ragframe.postprocess._kernels._bpe.truncations`): the bytes
+    ``[start, end)`` it keeps and their count; count -1 for a text not all ASCII."""
     n = len(column)
-    out = np.zeros(n, dtype=np.int64)
+    out = np.zeros(3 * n, dtype=np.int64)
     if n == 0:
-        return out
+        return out[:0], out[:0], out[:0]
     address, length, owner = string_addresses(column.cast(pl.String))
     address, length = frozen(address, np.int64), frozen(length, np.int64)
-    longest_prefixes(address, length, int(limit), *vocab, out)
+    with counting.caches.taken() as cache:
+        truncations(address, length, int(limit), counting.vocab, cache, out)
     del owner
-    return out
+    return out[:n], out[n : 2 * n], out[2 * n :]

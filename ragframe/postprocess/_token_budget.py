@@ -88,16 +88,29 @@ def _bisect(texts: pl.Series, hi: I64, counter: TokenCounter, limit: int, probe:
 
 
 def _truncate(texts: pl.Series, counter: TokenCounter, limit: int) -> tuple[pl.Series, I64]:
-    """Each text truncated to ``limit`` tokens (module docstring) and its count."""
-    sizes = texts.str.len_chars().cast(pl.Int64).to_numpy()
-    vocab = _bpe.kernel_vocab(counter)
-    if vocab is None:
-        longest = _bisect(texts, sizes, counter, limit, _prefix)
-    else:  # the same bisection in compiled code, each prefix counted from the text's pieces
-        longest = _bpe.prefixes(texts, vocab, limit)
-        rest = np.flatnonzero(longest < 0)  # not ASCII: in rounds
-        if len(rest):
-            longest[rest] = _bisect(texts.gather(rest), sizes[rest], counter, limit, _prefix)
+    """Each text truncated to ``limit`` tokens (module docstring) and its count; ASCII
+    texts of an encoding the kernels count, in one compiled pass
+    (:func:`ragframe.postprocess._bpe.truncated`, the same steps)."""
+    counting = _bpe.kernel_vocab(counter)
+    if counting is None:
+        return _truncate_in_rounds(texts, counter, limit)
+    start, end, counts = _bpe.truncated(texts, counting, limit)
+    frame = pl.DataFrame({"t": texts, "a": start, "b": end - start})
+    out = frame.select(pl.col("t").str.slice(pl.col("a"), pl.col("b"))).to_series()
+    rest = np.flatnonzero(counts < 0)  # not ASCII: in rounds
+    if len(rest):
+        fixed, counts[rest] = _truncate_in_rounds(texts.gather(rest), counter, limit)
+        out = out.scatter(rest, fixed)
+    return out.alias(texts.name), counts
+
+
+def _truncate_in_rounds(
+    texts: pl.Series, counter: TokenCounter, limit: int
+) -> tuple[pl.Series, I64]:
+    """:func:`_truncate` by bisection in rounds over every text, one batch count each."""
+    longest = _bisect(
+        texts, texts.str.len_chars().cast(pl.Int64).to_numpy(), counter, limit, _prefix
+    )
     out = _at(texts, longest, cut)
     counts = count_texts(counter, out)
     over = np.flatnonzero(counts > limit)  # the trim re-tokenized: the longest cut that fits

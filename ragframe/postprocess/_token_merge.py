@@ -37,9 +37,8 @@ from ragframe._validate import MAX_COUNT
 from ragframe.postprocess import _bpe, _token_budget
 from ragframe.postprocess import _merge as _char_merge
 from ragframe.postprocess._budget import within_budget
-from ragframe.postprocess._kernels._bpe import all_ascii
-from ragframe.postprocess._kernels._compile import F64, I64, Bools, frozen
-from ragframe.postprocess._kernels._merge import Texts, Vocab, merge, write_blocks
+from ragframe.postprocess._kernels._compile import F64, I64, Bools
+from ragframe.postprocess._kernels._merge import NotCounted, Texts, merge, write_blocks
 from ragframe.postprocess._merge import (
     _STATS,
     MergeOrder,
@@ -237,11 +236,12 @@ def _kernel(
     def kernel(batch: pl.Series) -> pl.Series:
         whole = batch.struct.unnest()
         found = row_texts(whole, in_source, by_offsets)
-        if vocab is not None and all_ascii(
-            frozen(found.address, np.int64), frozen(found.length, np.int64)
-        ):
-            out = _compiled(found, cap, vocab, max_gap, first, typed, budget, passthrough)
-            return out.to_struct(batch.name)
+        if vocab is not None:
+            try:
+                out = _compiled(found, cap, vocab, max_gap, first, typed, budget, passthrough)
+                return out.to_struct(batch.name)
+            except NotCounted:  # a text not ASCII: tiktoken counts, in rounds
+                pass
         parts, offsets = found.rows, found.offsets
         del found  # only the offsets and the rows are read here: the texts by value
         rows = merge_order(parts, typed)
@@ -291,7 +291,7 @@ def _budgeted(
 
 
 def _compiled(
-    found: Any, cap: int, vocab: Vocab, max_gap: int, first: dict[str, str], typed: bool,
+    found: Any, cap: int, vocab: _bpe.Counting, max_gap: int, first: dict[str, str], typed: bool,
     budget: Any = None, passthrough: Sequence[str] = (),
 ) -> pl.DataFrame:  # fmt: skip
     """The blocks :func:`assign` and :func:`_frame` give, by the character merge's kernel
@@ -308,7 +308,7 @@ def _compiled(
     rerank = parts[c.RERANK_SCORE].cast(pl.Float64).to_numpy()[order]  # nulls read as NaN
     m = merge(
         *texts, rows_in.group_start, rows_in.chunk_index, sim, rerank, max_gap, MAX_COUNT,
-        start_char=offs[0], end_char=offs[1], tokens=(cap, vocab),
+        start_char=offs[0], end_char=offs[1], tokens=(cap, *vocab),
     )  # fmt: skip
     ordered = _char_merge._ordered(rows_in, m, typed)
     tokens = m.tokens[ordered.rows]

@@ -19,10 +19,22 @@ token indexes (:func:`build_table`), its keys' bytes end to end in one pool.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+
 import numpy as np
 
 from ragframe.postprocess._kernels._buffers import text_at
-from ragframe.postprocess._kernels._compile import I64, U8, compiled, internal, testable
+from ragframe.postprocess._kernels._compile import (
+    I64,
+    U8,
+    ZERO,
+    Bools,
+    compiled,
+    internal,
+    testable,
+)
 
 NO_RANK = 1 << 62
 """The rank of a pair that is not a token (above every real rank)."""
@@ -56,12 +68,15 @@ def key_hash(data: U8, start: int, end: int) -> int:
 
 
 @compiled
-def build_table(pool: U8, key_at: I64, key_len: I64, slots: I64) -> None:
+def build_table(pool: U8, key_at: I64, key_len: I64, rank: I64, slots: I64, pair: I64) -> None:
     """Fill ``slots`` (a power of two of them, all -1, more than the keys) with the
     index of each key ``pool[key_at[k]:key_at[k] + key_len[k]]`` at its hash's slot or
-    the next free one after it."""
+    the next free one after it, and ``pair`` (all :data:`NO_RANK`) with the rank of
+    each two-byte key."""
     mask = len(slots) - 1
     for k in range(len(key_at)):
+        if key_len[k] == 2:
+            pair[(int(pool[key_at[k]]) << 8) | int(pool[key_at[k] + 1])] = rank[k]
         slot = key_hash(pool, key_at[k], key_at[k] + key_len[k]) & mask
         while slots[slot] >= 0:
             slot = (slot + 1) & mask
@@ -102,6 +117,7 @@ def piece_tokens(
     key_len: I64,
     rank: I64,
     slots: I64,
+    pair: I64,
     bounds: I64,
     ranks: I64,
 ) -> int:
@@ -115,7 +131,7 @@ def piece_tokens(
         return 1
     for i in range(n - 1):
         bounds[i] = start + i
-        ranks[i] = rank_of(data, start + i, start + i + 2, pool, key_at, key_len, rank, slots)
+        ranks[i] = pair[(int(data[start + i]) << 8) | int(data[start + i + 1])]
     bounds[n - 1], ranks[n - 1] = end - 1, NO_RANK
     bounds[n], ranks[n] = end, NO_RANK
     parts = n + 1  # part i is data[bounds[i]:bounds[i + 1]]; ranks[i]: of parts i and i+1
@@ -220,6 +236,17 @@ SHORT = 15
 64-bit keys, compared at once."""
 
 
+Pieces = tuple[I64, I64, Bools]
+"""Where :func:`count_tail` records a text's pieces: each one's start, the count before
+it, whether it is blanks only (:func:`no_pieces`: none recorded)."""
+
+
+@internal
+def no_pieces() -> Pieces:
+    """A record no text fits in: nothing recorded."""
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.bool_)
+
+
 @internal
 def count_tail(
     data: U8,
@@ -231,210 +258,287 @@ def count_tail(
     key_len: I64,
     rank: I64,
     slots: I64,
+    pair: I64,
     bounds: I64,
     ranks: I64,
     seen_key: I64,
     seen_count: I64,
+    record: Pieces,
 ) -> tuple[int, int, int]:
-    """The token count of the ASCII text ``data[start:end]`` (its pieces' counts, those
-    of pieces up to :data:`SHORT` bytes remembered in ``seen_key``, two keys a slot (0:
-    empty), and ``seen_count``), with where its last piece starts and
-    the count before that piece: ``(count, last_start, count_before_last)``.
+    """The token count of the ASCII text ``data[start:end]``, with where its last piece
+    starts and the count before that piece: ``(count, last_start, count_before_last)``.
+    The counts of pieces of up to :data:`SHORT` bytes are remembered in ``seen_key``
+    (two keys a slot: the piece's bytes and length; 0: empty) and ``seen_count``.
+    With a ``record`` longer than the text, each piece's start, the count before it,
+    and whether it is blanks only, in order, then ``end`` as the next start.
 
     What makes a merge's count incremental: in the text ``a + b``, every piece of
     ``a`` but its last is a piece of ``a + b`` too (no alternative of the expression
     looks behind a piece's start, and each one that ends a piece before the end of
     ``a`` read nothing past it), so ``count(a + b)`` is ``count_before_last`` of ``a``
-    plus the count of ``a[last_start:] + b``."""
+    plus the count of ``a[last_start:] + b``.
+
+    One loop, nothing called for the usual piece (a call with this many arrays costs
+    more than the piece)."""
+    starts, befores, blanks = record
+    recording = len(starts) > end - start
     mask = len(seen_count) - 1
     total = 0
     before = 0
     last = start
+    m = 0
     i = start
     while i < end:
-        j = piece_end(data, i, end, cls)
+        b = data[i]
+        k = cls[b]
+        # the usual piece, letters after at most one blank or other character (not a
+        # contraction's '): found and packed in one scan; any other, by piece_end
+        other = (k == BLANK) | (k == OTHER)
+        lead = k == LETTER or (other and b != 39 and i + 1 < end and cls[data[i + 1]] == LETTER)
+        low = np.int64(0)
+        high = np.int64(0)
+        only = False
+        if lead:
+            j = i + 1
+            low = np.int64(b)
+            while j < end and cls[data[j]] == LETTER:
+                if j - i < 8:
+                    low |= np.int64(data[j]) << (8 * (j - i))
+                elif j - i < SHORT:
+                    high |= np.int64(data[j]) << (8 * (j - i - 8))
+                j += 1
+        else:
+            j = piece_end(data, i, end, cls)
+            only = k >= BLANK
+            for q in range(i, j):
+                only = only and cls[data[q]] >= BLANK
+                if q - i < 8:
+                    low |= np.int64(data[q]) << (8 * (q - i))
+                elif q - i < SHORT:
+                    high |= np.int64(data[q]) << (8 * (q - i - 8))
         n = j - i
         if n == 1:
             count = 1
         elif n <= SHORT:
-            low = 0
-            high = n << 56
-            for k in range(min(n, 8)):
-                low |= int(data[i + k]) << (8 * k)
-            for k in range(8, n):
-                high |= int(data[i + k]) << (8 * (k - 8))
+            high |= np.int64(n) << 56
             slot = (((low ^ (high * 31)) * -7046029254386353131) >> 40) & mask
             if seen_key[2 * slot] == low and seen_key[2 * slot + 1] == high:
                 count = seen_count[slot]
             else:
-                count = piece_tokens(data, i, j, pool, key_at, key_len, rank, slots, bounds, ranks)
+                count = piece_tokens(
+                    data, i, j, pool, key_at, key_len, rank, slots, pair, bounds, ranks
+                )
                 seen_key[2 * slot], seen_key[2 * slot + 1] = low, high
                 seen_count[slot] = count
         else:
-            count = piece_tokens(data, i, j, pool, key_at, key_len, rank, slots, bounds, ranks)
+            count = piece_tokens(
+                data, i, j, pool, key_at, key_len, rank, slots, pair, bounds, ranks
+            )
+        if recording:
+            starts[m], befores[m], blanks[m] = i, total, only
+            m += 1
         before = total
         last = i
         total += count
         i = j
+    if recording:
+        starts[m] = end  # after the last piece
     return total, last, before
 
 
-@compiled
-def all_ascii(address: I64, length: I64) -> bool:
-    """Whether every text (read in place) is ASCII."""
-    for t in range(len(address)):  # noqa: SIM110 -- compiled loop, no generator
-        if not is_ascii(text_at(address, length, t)):
-            return False
-    return True
+Vocab = tuple[U8, U8, I64, I64, I64, I64, I64]
+"""What the counting kernels read of an encoding: the byte classes (:func:`classes`),
+then its tokens' bytes end to end, where each starts, its length, its rank, the hash
+table of their indexes, and the rank of every two-byte token (``pair[b0 << 8 | b1]``,
+:data:`NO_RANK`: none)."""
+Cache = tuple[I64, I64]
+"""A kernel's remembered piece counts (``seen_key``, ``seen_count``, see
+:func:`count_tail`), kept between calls by the caller; one per thread at a time."""
+
+
+def new_cache(slots: int = CACHE_SLOTS) -> Cache:
+    """An empty :data:`Cache`."""
+    return np.zeros(2 * slots, dtype=np.int64), np.zeros(slots, dtype=np.int64)
+
+
+class CachePool:
+    """The :data:`Cache` s of one vocabulary, kept between kernel calls (a piece's count
+    is worked out once per process, not once per call): each call takes one for its
+    thread and gives it back."""
+
+    def __init__(self) -> None:
+        self._free: list[Cache] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def taken(self) -> Iterator[Cache]:
+        """A cache no other thread uses meanwhile."""
+        with self._lock:
+            cache = self._free.pop() if self._free else new_cache()
+        try:
+            yield cache
+        finally:
+            with self._lock:
+                self._free.append(cache)
 
 
 @compiled
 def count_texts(
-    address: I64,
-    length: I64,
-    lo: int,
-    hi: int,
-    cls: U8,
-    pool: U8,
-    key_at: I64,
-    key_len: I64,
-    rank: I64,
-    slots: I64,
-    out: I64,
+    address: I64, length: I64, lo: int, hi: int, vocab: Vocab, cache: Cache, out: I64
 ) -> None:
     """``out[t]``: the token count of text ``t`` (read in place at ``address[t]``,
     ``length[t]`` bytes) for ``t`` in ``[lo, hi)``, or -1 where the text is not all
     ASCII (tiktoken counts those)."""
+    cls, pool, key_at, key_len, rank, slots, pair = vocab
+    seen_key, seen_count = cache
     longest = 1
     for t in range(lo, hi):
         longest = max(longest, length[t])
     bounds = np.empty(longest + 1, dtype=np.int64)
     ranks = np.empty(longest + 1, dtype=np.int64)
-    seen_key = np.zeros(2 * CACHE_SLOTS, dtype=np.int64)
-    seen_count = np.zeros(CACHE_SLOTS, dtype=np.int64)
+    nothing = no_pieces()
     for t in range(lo, hi):
         data = text_at(address, length, t)
         if not is_ascii(data):
             out[t] = -1
             continue
         out[t] = count_tail(
-            data,
-            0,
-            len(data),
-            cls,
-            pool,
-            key_at,
-            key_len,
-            rank,
-            slots,
-            bounds,
-            ranks,
-            seen_key,
-            seen_count,
-        )[0]
+            data, ZERO, len(data), cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
+            seen_key, seen_count, nothing,
+        )[0]  # fmt: skip
+
+
+TRUNCATE_WINDOW = 80
+"""Rule 10 looks for whitespace at positions ``r - 1`` down to, not including,
+``max(0, r - 80)`` (as :data:`ragframe.postprocess._budget.TRUNCATE_WINDOW`)."""
+
+
+@internal
+def java_whitespace_ascii(b: int) -> bool:
+    """Java's ``Character.isWhitespace`` of an ASCII byte: ``\t \n \x0b \f \r``,
+    ``\x1c-\x1f`` and the space."""
+    return (9 <= b <= 13) or (28 <= b <= 32)
+
+
+@internal
+def cut_trimmed(data: U8, limit: int) -> tuple[int, int]:
+    """Rule 10's cut of the ASCII ``data`` at ``limit`` (at most its length): at the
+    last Java whitespace at positions ``max(0, limit - 80) + 1`` to ``limit - 1``, else
+    at ``limit``; then Java-trimmed (bytes up to ``0x20`` off both ends). The bytes
+    ``[start, end)`` kept."""
+    at = limit
+    p = limit - 1
+    lowest = max(0, limit - TRUNCATE_WINDOW)
+    while p > lowest:
+        if java_whitespace_ascii(data[p]):
+            at = p
+            break
+        p -= 1
+    a, b = 0, at
+    while a < b and data[a] <= 32:
+        a += 1
+    while b > a and data[b - 1] <= 32:
+        b -= 1
+    return a, b
 
 
 @compiled
-def longest_prefixes(
-    address: I64,
-    length: I64,
-    limit: int,
-    cls: U8,
-    pool: U8,
-    key_at: I64,
-    key_len: I64,
-    rank: I64,
-    slots: I64,
-    out: I64,
+def truncations(
+    address: I64, length: I64, limit: int, vocab: Vocab, cache: Cache, out: I64
 ) -> None:
-    """``out[t]``: the prefix length rule 10's truncation in tokens finds for text ``t``
-    (its count over ``limit``): bisection over lengths, ``lo = 0``, ``hi = len``, the
-    middle prefix's count ``<= limit`` -> ``lo``, else ``hi``, until ``hi - lo == 1``;
-    ``lo``. -1 where the text is not ASCII (lengths in bytes are then not code points).
+    """Rule 10's truncation in tokens of each text (read in place; its count over
+    ``limit``), exactly as :func:`ragframe.postprocess._token_budget._truncate` does it:
+    ``out[t]`` is the kept text's first byte, ``out[n + t]`` its end and ``out[2n + t]``
+    its count (-1 for a text not ASCII: bytes are then not code points).
 
-    A prefix is counted from the text's own pieces: the prefix's pieces but its last
-    are the text's (as in :func:`count_tail`); its last starts at the start of the
-    text's piece holding its last byte, or earlier, at the first of the blank-only
-    pieces right before that one (a blank run cut by the prefix's end becomes one
-    piece), so the prefix counts the text's pieces before that, plus what it has from
-    there on."""
+    1. The longest prefix by bisection over lengths: ``lo = 0``, ``hi = len``, the
+       middle prefix's count ``<= limit`` -> ``lo``, else ``hi``, until ``hi - lo == 1``.
+       A prefix is counted from the text's own pieces: the prefix's pieces but its
+       last are the text's (as in :func:`count_tail`); its last starts at the start of
+       the text's piece holding its last byte, or earlier, at the first of the
+       blank-only pieces right before that one (a blank run cut by the prefix's end is
+       one piece), so the prefix counts the text's pieces before that, plus what it has
+       from there on: at least one token and at most one a byte, so only a probe those
+       bounds leave open is counted.
+    2. Rule 10's cut and trim of that prefix (:func:`cut_trimmed`), counted.
+    3. Where the trim made it count more (a leading space off re-tokenizes the first
+       word), the same bisection over ``[0, lo]`` on the cut and trimmed texts."""
+    cls, pool, key_at, key_len, rank, slots, pair = vocab
+    seen_key, seen_count = cache
+    n_texts = len(address)
     longest = 1
-    for t in range(len(address)):
+    for t in range(n_texts):
         longest = max(longest, length[t])
     bounds = np.empty(longest + 1, dtype=np.int64)
     ranks = np.empty(longest + 1, dtype=np.int64)
-    seen_key = np.zeros(2 * CACHE_SLOTS, dtype=np.int64)
-    seen_count = np.zeros(CACHE_SLOTS, dtype=np.int64)
-    starts = np.empty(longest + 1, dtype=np.int64)
-    before = np.empty(longest + 1, dtype=np.int64)
-    blank = np.empty(longest + 1, dtype=np.bool_)
-    for t in range(len(address)):
+    record = (
+        np.empty(longest + 1, dtype=np.int64),
+        np.empty(longest + 1, dtype=np.int64),
+        np.empty(longest + 1, dtype=np.bool_),
+    )
+    starts, before, blank = record
+    nothing = no_pieces()
+    for t in range(n_texts):
         data = text_at(address, length, t)
         if not is_ascii(data):
-            out[t] = -1
+            out[t], out[n_texts + t], out[2 * n_texts + t] = 0, 0, -1
             continue
         n = len(data)
-        m = 0
-        total = 0
-        i = 0
-        while i < n:
-            j = piece_end(data, i, n, cls)
-            only = True
-            for k in range(i, j):
-                if cls[data[k]] < BLANK:
-                    only = False
-                    break
-            starts[m], before[m], blank[m] = i, total, only
-            total += count_tail(
-                data,
-                i,
-                j,
-                cls,
-                pool,
-                key_at,
-                key_len,
-                rank,
-                slots,
-                bounds,
-                ranks,
-                seen_key,
-                seen_count,
-            )[0]
+        count_tail(
+            data, ZERO, n, cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
+            seen_key, seen_count, record,
+        )  # fmt: skip
+        m = 0  # the pieces recorded
+        while starts[m] < n:
             m += 1
-            i = j
         lo, hi = 0, n
         while hi - lo > 1:
             mid = (lo + hi) // 2
             a, b = 0, m - 1  # the last piece starting before byte mid
             while a < b:
-                c = (a + b + 1) // 2
-                if starts[c] <= mid - 1:
-                    a = c
+                h = (a + b + 1) // 2
+                if starts[h] <= mid - 1:
+                    a = h
                 else:
-                    b = c - 1
+                    b = h - 1
             r = a
             while r > 0 and blank[r - 1]:
                 r -= 1
-            count = (
-                before[r]
-                + count_tail(
-                    data,
-                    starts[r],
-                    mid,
-                    cls,
-                    pool,
-                    key_at,
-                    key_len,
-                    rank,
-                    slots,
-                    bounds,
-                    ranks,
-                    seen_key,
-                    seen_count,
-                )[0]
-            )
-            if count <= limit:
+            if before[r] + mid - starts[r] <= limit:
+                fits = True
+            elif before[r] + 1 > limit:
+                fits = False
+            else:
+                tail = count_tail(
+                    data, starts[r], mid, cls, pool, key_at, key_len, rank, slots, pair, bounds,
+                    ranks, seen_key, seen_count, nothing,
+                )[0]  # fmt: skip
+                fits = before[r] + tail <= limit
+            if fits:
                 lo = mid
             else:
                 hi = mid
-        out[t] = lo
+        a, b = cut_trimmed(data, lo)
+        count = count_tail(
+            data, a, b, cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
+            seen_key, seen_count, nothing,
+        )[0]  # fmt: skip
+        if count > limit:  # the trim re-tokenized: the longest cut that fits
+            low, high = 0, lo
+            while high - low > 1:
+                mid = (low + high) // 2
+                x, y = cut_trimmed(data, mid)
+                probe = count_tail(
+                    data, x, y, cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
+                    seen_key, seen_count, nothing,
+                )[0]  # fmt: skip
+                if probe <= limit:
+                    low = mid
+                else:
+                    high = mid
+            a, b = cut_trimmed(data, low)
+            count = count_tail(
+                data, a, b, cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
+                seen_key, seen_count, nothing,
+            )[0]  # fmt: skip
+        out[t], out[n_texts + t], out[2 * n_texts + t] = a, b, count

@@ -4,6 +4,7 @@ allow, else start a new block; block statistics on the way."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import numpy as np
@@ -12,7 +13,15 @@ import polars as pl
 
 from ragframe._arrow import string_addresses
 from ragframe.postprocess._kernels._ahead import sample
-from ragframe.postprocess._kernels._bpe import CACHE_SLOTS, count_tail
+from ragframe.postprocess._kernels._bpe import (
+    Cache,
+    CachePool,
+    Vocab,
+    count_tail,
+    is_ascii,
+    new_cache,
+    no_pieces,
+)
 from ragframe.postprocess._kernels._buffers import (
     PREFETCH_AHEAD,
     longest_text,
@@ -64,6 +73,7 @@ def _merge(
     blocks: MergeBlocks,
     token_cap: int,
     vocab: Vocab,
+    cache: Cache,
     block_tokens: I64,
 ) -> None:
     """Rules 6-8 for the groups of rows ``part[0]:part[1]``: rows in merge order,
@@ -83,17 +93,18 @@ def _merge(
     its block when the merged text counts at most ``token_cap`` tokens of ``vocab``
     (``cl100k_base``, all texts ASCII: :mod:`._bpe`), counted incrementally from the
     block's last piece (:func:`~._bpe.count_tail`); each block's count is set in
-    ``block_tokens`` on its first row.
+    ``block_tokens`` on its first row; where a text is not ASCII, the part stops
+    with ``block_tokens[part[0]]`` -1 (:class:`NotCounted`).
     """
     starts, block_bytes, block_chars, block_end, block_max = blocks[:5]
     block_sum, block_count, block_rerank = blocks[5:]
-    cls, pool, key_at, key_len, rank, slots = vocab
+    cls, pool, key_at, key_len, rank, slots, pair = vocab
+    seen_key, seen_count = cache
     lo, hi, longest = part
     in_tokens = token_cap >= 0
     bounds = np.empty(max(longest, 1) + 1 if in_tokens else 1, dtype=np.int64)
     ranks = np.empty(len(bounds), dtype=np.int64)
-    seen_key = np.zeros(2 * CACHE_SLOTS if in_tokens else 2, dtype=np.int64)
-    seen_count = np.zeros(len(seen_key) // 2, dtype=np.int64)
+    nothing = no_pieces()
     tokens = 0  # the current block's count, the count before its last piece, where it starts
     before = 0
     last = ZERO
@@ -109,6 +120,9 @@ def _merge(
     for r in range(lo, hi):
         prefetch_text(address, length, r + PREFETCH_AHEAD)
         data = text_at(address, length, r)
+        if in_tokens and not is_ascii(data):  # not counted here: the caller's rounds
+            block_tokens[lo] = -1
+            return
         t0, t1 = ZERO, len(data)
         append = False
         cut = t0  # where the appended text starts; -1: "\n" + the whole chunk
@@ -140,10 +154,12 @@ def _merge(
                     key_len,
                     rank,
                     slots,
+                    pair,
                     bounds,
                     ranks,
                     seen_key,
                     seen_count,
+                    nothing,
                 )
                 append = before + count <= token_cap
                 if append:
@@ -194,10 +210,12 @@ def _merge(
                     key_len,
                     rank,
                     slots,
+                    pair,
                     bounds,
                     ranks,
                     seen_key,
                     seen_count,
+                    nothing,
                 )
     if b >= 0:
         block_chars[b] = chars
@@ -304,19 +322,9 @@ def _cut(text: U8, limit: int, window: int) -> int:
 
 
 MergeBlocks = tuple[Bools, I64, I64, I64, F64, F64, I64, F64]
-Vocab = tuple[U8, U8, I64, I64, I64, I64]
-"""What a merge in tokens reads: the byte classes and an encoding's vocabulary
-(:mod:`ragframe.postprocess._bpe`)."""
 _NO_VOCAB: Vocab = tuple(
     frozen(np.zeros(n, dtype=t), t)
-    for n, t in (
-        (256, np.uint8),
-        (1, np.uint8),
-        (1, np.int64),
-        (1, np.int64),
-        (1, np.int64),
-        (1, np.int64),
-    )
+    for n, t in ((256, np.uint8), (1, np.uint8), *[(1, np.int64)] * 5)
 )
 """The vocabulary a merge in characters passes (never read)."""
 
@@ -345,6 +353,10 @@ class MergeResult(NamedTuple):
     """The block text's token count (a merge in tokens; else 0)."""
 
 
+class NotCounted(Exception):
+    """A merge in tokens met a text its kernel does not count (not ASCII)."""
+
+
 def merge(
     address: I64,
     length: I64,
@@ -356,10 +368,14 @@ def merge(
     cap: int,
     start_char: npt.NDArray[np.int64 | np.float64] | None = None,
     end_char: npt.NDArray[np.int64 | np.float64] | None = None,
-    tokens: tuple[int, Vocab] | None = None,
+    tokens: tuple[int, Vocab, CachePool] | None = None,
 ) -> MergeResult:
     """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given;
-    the cap in tokens with ``tokens`` (the cap, the vocabulary), where ``cap`` is not read.
+    the cap in tokens with ``tokens`` (the cap, the vocabulary and its caches), where
+    ``cap`` is not read.
+
+    Raises:
+        NotCounted: in tokens, a text is not ASCII (merge it another way).
     Every array is in merge order, the texts as addresses and lengths
     (:func:`ragframe._arrow.string_addresses`).
 
@@ -394,27 +410,32 @@ def merge(
         np.full(n, np.nan, dtype=np.float64),
     )  # type: ignore[assignment]
     block_tokens = np.zeros(n, dtype=np.int64)
-    token_cap, vocab = tokens if tokens is not None else (-1, _NO_VOCAB)
+    token_cap, vocab, caches = tokens if tokens is not None else (-1, _NO_VOCAB, None)
 
     def run(part: tuple[int, int]) -> None:
         lo, hi = part
         within = np.searchsorted(group_firsts, [lo, hi])
         longest = int(group_bytes[within[0] : within[1]].max()) if hi > lo else 0
-        _merge(
-            *rows,
-            int(max_gap),
-            int(cap),
-            by_offsets,
-            *offsets,
-            (lo, hi, longest),
-            piece,
-            blocks,
-            int(token_cap),
-            vocab,
-            block_tokens,
-        )
+        with contextlib.ExitStack() as stack:
+            cache = stack.enter_context(caches.taken()) if caches else new_cache(1)
+            _merge(
+                *rows,
+                int(max_gap),
+                int(cap),
+                by_offsets,
+                *offsets,
+                (lo, hi, longest),
+                piece,
+                blocks,
+                int(token_cap),
+                vocab,
+                cache,
+                block_tokens,
+            )
 
     in_parts(run, group_firsts, n)
+    if tokens is not None and (block_tokens < 0).any():
+        raise NotCounted("a text is not ASCII")
     return MergeResult(blocks[0], piece, *blocks[1:], block_tokens)
 
 
