@@ -30,7 +30,9 @@ Parameters                            :mod:`._config` (:class:`PostprocessConfig
                                       :mod:`._kernels._merge`)
 Budgets in tokens                     tokenizers :mod:`._tokens`; rules 5-9 with the
 (``length="tokens"``)                 cap in tokens :mod:`._token_merge`; rule 10 in
-                                      tokens :mod:`._token_budget`
+                                      tokens :mod:`._token_budget`; ``cl100k_base``
+                                      counted in the kernels :mod:`._bpe`
+                                      (:mod:`._kernels._bpe`, the merge's kernel)
 ====================================  ===================================================
 
 Compiled kernels and their cache: :mod:`._kernels` (see its docstring).

@@ -22,8 +22,10 @@ _text         UTF-8: code points, Java whitespace, rule 7's normalization on the
 _contains     rule 3's word-bounded containment
 _walk         rule 3's distinct top-K walk
 _overlap      rule 7's ``remove_overlap`` (overlap length, the seed's position walk)
-_merge        rules 6-8: the block merge and block statistics; rule 10's cut; the kept
-              blocks' texts written
+_merge        rules 6-8: the block merge and block statistics (its cap in characters or
+              in tokens); rule 10's cut; the kept blocks' texts written
+_bpe          ``cl100k_base`` token counts: tiktoken's pre-tokenizer (ASCII text) and
+              byte-pair merge; rule 10's truncation in tokens
 _order        a stable sort within each query (rules 2, 5 and 9), the counting sort by
               query, each query's head
 _store        each candidate's chunk-store row (by entity, or a hash table)
