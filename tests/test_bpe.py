@@ -205,3 +205,29 @@ def test_an_ascii_batch_takes_the_compiled_merge(
     assert bool(calls) is compiled
     assert out[c.TOKEN_COUNT].to_list() == [tiktoken_count(t) for t in out[c.TEXT].to_list()]
     assert out[c.TRUNCATED].to_list() == [True]
+
+
+def test_a_query_with_other_characters_leaves_the_others_compiled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ragframe.postprocess import _token_merge
+
+    merged: list[int] = []
+    real = _token_merge._compiled
+
+    def counted(*args: Any) -> Any:
+        out = real(*args)
+        merged.append(int(out[c.QUERY_ID].n_unique()))
+        return out
+
+    monkeypatch.setattr(_token_merge, "_compiled", counted)
+    rows = pl.DataFrame(
+        {c.QUERY_ID: [1, 1, 2, 2, 3], c.ENTITY_ID: [1, 1, 5, 5, 7], c.CHUNK_INDEX: [0, 1, 0, 1, 0],
+         c.TEXT: ["alpha beta", "beta gamma", "naïve café", "café au lait", "plain text here"],
+         c.SIMILARITY: [0.9, 0.8, 0.9, 0.7, 0.6]}
+    )  # fmt: skip
+    cfg = PostprocessConfig(length="tokens", tokenizer=CL100K, max_block_tokens=4, max_tokens=6)
+    out = ragframe.postprocess(rows, cfg).collect()
+    assert merged == [2]  # queries 1 and 3 in the kernel, query 2 in rounds
+    assert_same_rows(out.to_dicts(), run_reference(rows, cfg))
+    assert out[c.QUERY_ID].is_sorted()

@@ -37,7 +37,8 @@ from ragframe._validate import MAX_COUNT
 from ragframe.postprocess import _bpe, _token_budget
 from ragframe.postprocess import _merge as _char_merge
 from ragframe.postprocess._budget import within_budget
-from ragframe.postprocess._kernels._compile import F64, I64, Bools
+from ragframe.postprocess._kernels._bpe import ascii_texts
+from ragframe.postprocess._kernels._compile import F64, I64, Bools, frozen
 from ragframe.postprocess._kernels._merge import NotCounted, Texts, merge, write_blocks
 from ragframe.postprocess._merge import (
     _STATS,
@@ -233,15 +234,7 @@ def _kernel(
 
     vocab = _bpe.kernel_vocab(counter)
 
-    def kernel(batch: pl.Series) -> pl.Series:
-        whole = batch.struct.unnest()
-        found = row_texts(whole, in_source, by_offsets)
-        if vocab is not None:
-            try:
-                out = _compiled(found, cap, vocab, max_gap, first, typed, budget, passthrough)
-                return out.to_struct(batch.name)
-            except NotCounted:  # a text not ASCII: tiktoken counts, in rounds
-                pass
+    def in_rounds(whole: pl.DataFrame, found: Any) -> pl.DataFrame:
         parts, offsets = found.rows, found.offsets
         del found  # only the offsets and the rows are read here: the texts by value
         rows = merge_order(parts, typed)
@@ -250,9 +243,42 @@ def _kernel(
         frame = _frame(parts, rows, blocks, first, typed)
         if budget is not None:
             frame = _token_budget.budget(frame.lazy(), budget, list(passthrough)).collect()
+        return frame
+
+    def compiled(found: Any) -> pl.DataFrame:
+        assert vocab is not None
+        return _compiled(found, cap, vocab, max_gap, first, typed, budget, passthrough)
+
+    def kernel(batch: pl.Series) -> pl.Series:
+        whole = batch.struct.unnest()
+        found = row_texts(whole, in_source, by_offsets)
+        if vocab is None:
+            return in_rounds(whole, found).to_struct(batch.name)
+        try:
+            return compiled(found).to_struct(batch.name)
+        except NotCounted:  # a text not ASCII: its queries in rounds, tiktoken counting
+            pass
+        rows, source = split(whole) if in_source else (whole, whole.clear())
+        plain = ascii_rows(found)
+        del found
+        others = rows[c.QUERY_ID].is_in(rows[c.QUERY_ID].filter(pl.Series(~plain)).unique())
+        out = []
+        for keep, run in ((~others, compiled), (others, None)):
+            part = pl.concat([rows.filter(keep), source]) if in_source else rows.filter(keep)
+            if keep.any():
+                texts = row_texts(part, in_source, by_offsets)
+                out.append(run(texts) if run is not None else in_rounds(part, texts))
+        frame = pl.concat(out).sort(c.QUERY_ID, c.BLOCK_RANK, maintain_order=True)
         return frame.to_struct(batch.name)
 
     return kernel
+
+
+def ascii_rows(found: Any) -> Bools:
+    """Whether each row's text (:func:`row_texts`) is ASCII."""
+    out = np.zeros(len(found.address), dtype=np.bool_)
+    ascii_texts(frozen(found.address, np.int64), frozen(found.length, np.int64), out)
+    return out
 
 
 def _running(block_rank: I64, tokens: I64) -> I64:

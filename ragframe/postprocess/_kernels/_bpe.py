@@ -346,6 +346,13 @@ def count_tail(
     return total, last, before
 
 
+@compiled
+def ascii_texts(address: I64, length: I64, out: Bools) -> None:
+    """``out[t]``: whether text ``t`` (read in place) is all ASCII."""
+    for t in range(len(address)):
+        out[t] = is_ascii(text_at(address, length, t))
+
+
 Vocab = tuple[U8, U8, I64, I64, I64, I64, I64]
 """What the counting kernels read of an encoding: the byte classes (:func:`classes`),
 then its tokens' bytes end to end, where each starts, its length, its rank, the hash
