@@ -25,7 +25,7 @@ from ragframe.postprocess._budget import TRUNCATE_WINDOW, within_budget
 from ragframe.postprocess._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._merge import MergeResult, Texts, merge, truncated, write_blocks
 from ragframe.postprocess._kernels._order import descending_key, ordered_in_segments
-from ragframe.postprocess._texts import row_texts, stacked
+from ragframe.postprocess._texts import RowTexts, row_texts, stacked
 
 _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
     c.END_CHUNK_INDEX: pl.Int64,
@@ -242,6 +242,32 @@ def _frame(
     )
 
 
+class MergeInputs(NamedTuple):
+    """What :func:`ragframe.postprocess._kernels._merge.merge` reads besides the caps,
+    in merge order: similarities, rerank scores (NaN: null), offsets (None: by text)."""
+
+    sim: F64
+    rerank: F64
+    start_char: F64 | None
+    end_char: F64 | None
+
+
+def in_merge_order(found: RowTexts, typed: bool) -> tuple[MergeOrder, tuple[I64, I64], MergeInputs]:
+    """A kernel batch's rows (:func:`ragframe.postprocess._texts.row_texts`) in merge
+    order (:func:`merge_order`), their texts' addresses and lengths, and the numbers the
+    merge reads, gathered into that order (the kernel reads each text through it)."""
+    parts = found.rows
+    rows_in = merge_order(parts, typed)
+    order = rows_in.order
+    offsets = found.offsets
+    sim = parts[c.T_SIM].to_numpy()[order]
+    rerank = parts[c.RERANK_SCORE].cast(pl.Float64).to_numpy()[order]  # nulls read as NaN
+    numbers = MergeInputs(
+        sim, rerank, *((offsets[0][order], offsets[1][order]) if offsets else (None, None))
+    )
+    return rows_in, (found.address[order], found.length[order]), numbers
+
+
 def _merge_kernel(
     max_gap: int,
     cap: int,
@@ -263,15 +289,11 @@ def _merge_kernel(
     def kernel(batch: pl.Series) -> pl.Series:
         found = row_texts(batch.struct.unnest(), in_source, by_offsets)
         parts = found.rows
-        rows_in = merge_order(parts, typed)
-        order = rows_in.order
-        offs = (found.offsets[0][order], found.offsets[1][order]) if found.offsets else (None, None)
-        texts = (found.address[order], found.length[order])
-        sim = parts[c.T_SIM].to_numpy()[order]
-        rerank = parts[c.RERANK_SCORE].to_numpy()[order]  # nulls read as NaN
+        rows_in, texts, n = in_merge_order(found, typed)
         m = merge(
-            *texts, rows_in.group_start, rows_in.chunk_index, sim, rerank, max_gap, cap, *offs
-        )
+            *texts, rows_in.group_start, rows_in.chunk_index, n.sim, n.rerank, max_gap, cap,
+            n.start_char, n.end_char,
+        )  # fmt: skip
         blocks = _ordered(rows_in, m, typed)
         limit = None
         if budget is not None:

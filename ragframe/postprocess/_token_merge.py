@@ -326,15 +326,10 @@ def _compiled(
     ``budget`` (the config), rule 10 too, before any text is written: only the texts
     of the blocks it keeps are."""
     parts = found.rows
-    rows_in = merge_order(parts, typed)
-    order = rows_in.order
-    offs = (found.offsets[0][order], found.offsets[1][order]) if found.offsets else (None, None)
-    texts = (found.address[order], found.length[order])
-    sim = parts[c.T_SIM].to_numpy()[order]
-    rerank = parts[c.RERANK_SCORE].cast(pl.Float64).to_numpy()[order]  # nulls read as NaN
+    rows_in, texts, n = _char_merge.in_merge_order(found, typed)
     m = merge(
-        *texts, rows_in.group_start, rows_in.chunk_index, sim, rerank, max_gap, MAX_COUNT,
-        start_char=offs[0], end_char=offs[1], tokens=(cap, *vocab),
+        *texts, rows_in.group_start, rows_in.chunk_index, n.sim, n.rerank, max_gap, MAX_COUNT,
+        n.start_char, n.end_char, tokens=(cap, *vocab),
     )  # fmt: skip
     ordered = _char_merge._ordered(rows_in, m, typed)
     tokens = m.tokens[ordered.rows]

@@ -35,6 +35,7 @@ from ragframe.postprocess._kernels._compile import (
     internal,
     testable,
 )
+from ragframe.postprocess._kernels._text import trimmed
 
 NO_RANK = 1 << 62
 """The rank of a pair that is not a token (above every real rank)."""
@@ -441,12 +442,7 @@ def cut_trimmed(data: U8, limit: int) -> tuple[int, int]:
             at = p
             break
         p -= 1
-    a, b = 0, at
-    while a < b and data[a] <= 32:
-        a += 1
-    while b > a and data[b - 1] <= 32:
-        b -= 1
-    return a, b
+    return trimmed(data, ZERO, at)
 
 
 @compiled
