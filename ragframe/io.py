@@ -271,9 +271,22 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
         raise
 
 
+ROW_GROUP_ROWS = (8_192, 512**2)
+"""The fewest and the most rows of a Parquet row group :func:`_write` writes (the most:
+Polars' default)."""
+
+
+def row_group_rows(height: int) -> int:
+    """Rows per row group of a table of ``height`` rows written whole: two row groups a
+    thread, so Polars compresses them on every CPU at once (one row group is compressed
+    on one), within :data:`ROW_GROUP_ROWS`."""
+    low, high = ROW_GROUP_ROWS
+    return max(low, min(high, -(-height // (2 * pl.thread_pool_size()))))
+
+
 def _write(df: pl.DataFrame, path: str, fmt: str) -> None:
     if fmt == "parquet":
-        df.write_parquet(path)
+        df.write_parquet(path, row_group_size=row_group_rows(df.height))
     elif fmt == "ipc":
         df.write_ipc(path)
     elif fmt == "csv":

@@ -408,3 +408,19 @@ def test_standard_output_gets_the_format_asked(tmp_path: Path, fmt: str) -> None
     suffix = {"ipc": "arrow", "ndjson": "jsonl"}.get(fmt, fmt)
     (tmp_path / f"o.{suffix}").write_bytes(done.stdout)
     assert io.read_table(tmp_path / f"o.{suffix}").equals(pl.concat([DF, DF]))
+
+
+def test_a_parquet_file_written_whole_has_a_row_group_per_half_thread(tmp_path: Path) -> None:
+    # one row group is compressed on one CPU: a large table gets two a thread
+    import pyarrow.parquet as pq
+
+    rows = 2 * pl.thread_pool_size() * io.ROW_GROUP_ROWS[0] * 2
+    frame = pl.DataFrame({"n": range(rows), "text": [f"row {i} " * 8 for i in range(rows)]})
+    path = tmp_path / "out.parquet"
+    io.write_table(frame, path)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 2 * pl.thread_pool_size()
+    assert pl.read_parquet(path).equals(frame)
+    small = tmp_path / "small.parquet"
+    io.write_table(frame.head(100), small)
+    assert pq.ParquetFile(small).metadata.num_row_groups == 1
+    assert io.row_group_rows(10**9) == io.ROW_GROUP_ROWS[1]
