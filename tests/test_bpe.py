@@ -231,3 +231,30 @@ def test_a_query_with_other_characters_leaves_the_others_compiled(
     assert merged == [2]  # queries 1 and 3 in the kernel, query 2 in rounds
     assert_same_rows(out.to_dicts(), run_reference(rows, cfg))
     assert out[c.QUERY_ID].is_sorted()
+
+
+@pytest.mark.parametrize("long", ["a" * 3000, " " * 3000 + "x", "!" * 3000, "ab" * 1500])
+def test_a_long_piece_is_left_to_tiktoken(long: str) -> None:
+    # the kernels' merge of a piece is quadratic: a piece over LONG_PIECE bytes is not
+    # counted there (tiktoken's own merge is n log n), with the same counts
+    from ragframe.postprocess._kernels._bpe import LONG_PIECE
+
+    assert len(long) > LONG_PIECE
+    text = "a few words " + long + " and more"
+    assert counts([text, "plain"]) == [tiktoken_count(text), 1]
+    assert _compiled_truncation(text, 5) == _truncated(text, 5)
+    rows = pl.DataFrame(
+        {c.QUERY_ID: [1, 1, 2], c.ENTITY_ID: [1, 1, 2], c.CHUNK_INDEX: [0, 1, 0],
+         c.TEXT: [text, "more text", "other query"], c.SIMILARITY: [0.9, 0.8, 0.7]}
+    )  # fmt: skip
+    cfg = PostprocessConfig(length="tokens", tokenizer=CL100K, max_block_tokens=2000, max_tokens=30)
+    assert_same_rows(ragframe.postprocess(rows, cfg).collect().to_dicts(), run_reference(rows, cfg))
+
+
+def test_a_huge_word_is_counted_in_linear_time() -> None:
+    import time
+
+    text = "x" * 1_000_000  # one piece of a million letters
+    start = time.perf_counter()
+    assert counts([text]) == [tiktoken_count(text)]
+    assert time.perf_counter() - start < 30  # the kernels' quadratic merge would take hours

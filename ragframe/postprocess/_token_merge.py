@@ -263,11 +263,15 @@ def _kernel(
         del found
         others = rows[c.QUERY_ID].is_in(rows[c.QUERY_ID].filter(pl.Series(~plain)).unique())
         out = []
-        for keep, run in ((~others, compiled), (others, None)):
+        for keep, fast in ((~others, True), (others, False)):
             part = pl.concat([rows.filter(keep), source]) if in_source else rows.filter(keep)
-            if keep.any():
-                texts = row_texts(part, in_source, by_offsets)
-                out.append(run(texts) if run is not None else in_rounds(part, texts))
+            if not keep.any():
+                continue
+            texts = row_texts(part, in_source, by_offsets)
+            try:
+                out.append(compiled(texts) if fast else in_rounds(part, texts))
+            except NotCounted:  # ASCII with a piece too long to count here: rounds too
+                out.append(in_rounds(part, row_texts(part, in_source, by_offsets)))
         frame = pl.concat(out).sort(c.QUERY_ID, c.BLOCK_RANK, maintain_order=True)
         return frame.to_struct(batch.name)
 

@@ -228,6 +228,10 @@ def is_ascii(data: U8) -> bool:
     return True
 
 
+LONG_PIECE = 512
+"""The longest piece counted here, in bytes: a longer one (a long word, a URL, base64)
+makes its text not counted here (tiktoken's merge of a long piece takes n log n steps,
+this file's quadratic one many more)."""
 CACHE_SLOTS = 1 << 16
 """Pieces a kernel call remembers the counts of: a direct-mapped cache of short pieces
 (most pieces of a text are its language's words, and a piece that is not a token
@@ -267,7 +271,8 @@ def count_tail(
     record: Pieces,
 ) -> tuple[int, int, int]:
     """The token count of the ASCII text ``data[start:end]``, with where its last piece
-    starts and the count before that piece: ``(count, last_start, count_before_last)``.
+    starts and the count before that piece: ``(count, last_start, count_before_last)``;
+    count -1 for a text with a piece over :data:`LONG_PIECE` bytes (not counted here).
     The counts of pieces of up to :data:`SHORT` bytes are remembered in ``seen_key``
     (two keys a slot: the piece's bytes and length; 0: empty) and ``seen_count``.
     With a ``record`` longer than the text, each piece's start, the count before it,
@@ -318,6 +323,8 @@ def count_tail(
                 elif q - i < SHORT:
                     high |= np.int64(data[q]) << (8 * (q - i - 8))
         n = j - i
+        if n > LONG_PIECE:  # not counted here: the caller's tiktoken
+            return -1, last, before
         if n == 1:
             count = 1
         elif n <= SHORT:
@@ -396,7 +403,7 @@ def count_texts(
 ) -> None:
     """``out[t]``: the token count of text ``t`` (read in place at ``address[t]``,
     ``length[t]`` bytes) for ``t`` in ``[lo, hi)``, or -1 where the text is not all
-    ASCII (tiktoken counts those)."""
+    ASCII or has a piece over :data:`LONG_PIECE` bytes (tiktoken counts those)."""
     cls, pool, key_at, key_len, rank, slots, pair = vocab
     seen_key, seen_count = cache
     longest = 1
@@ -452,7 +459,8 @@ def truncations(
     """Rule 10's truncation in tokens of each text (read in place; its count over
     ``limit``), exactly as :func:`ragframe.postprocess._token_budget._truncate` does it:
     ``out[t]`` is the kept text's first byte, ``out[n + t]`` its end and ``out[2n + t]``
-    its count (-1 for a text not ASCII: bytes are then not code points).
+    its count (-1 for a text not ASCII, where bytes are not code points, or with a piece
+    over :data:`LONG_PIECE` bytes).
 
     1. The longest prefix by bisection over lengths: ``lo = 0``, ``hi = len``, the
        middle prefix's count ``<= limit`` -> ``lo``, else ``hi``, until ``hi - lo == 1``.
@@ -487,10 +495,13 @@ def truncations(
             out[t], out[n_texts + t], out[2 * n_texts + t] = 0, 0, -1
             continue
         n = len(data)
-        count_tail(
+        whole = count_tail(
             data, ZERO, n, cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
             seen_key, seen_count, record,
-        )  # fmt: skip
+        )[0]  # fmt: skip
+        if whole < 0:  # a long piece: tiktoken's
+            out[t], out[n_texts + t], out[2 * n_texts + t] = 0, 0, -1
+            continue
         m = 0  # the pieces recorded
         while starts[m] < n:
             m += 1

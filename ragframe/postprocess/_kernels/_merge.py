@@ -93,8 +93,9 @@ def _merge(
     its block when the merged text counts at most ``token_cap`` tokens of ``vocab``
     (``cl100k_base``, all texts ASCII: :mod:`._bpe`), counted incrementally from the
     block's last piece (:func:`~._bpe.count_tail`); each block's count is set in
-    ``block_tokens`` on its first row; where a text is not ASCII, the part stops
-    with ``block_tokens[part[0]]`` -1 (:class:`NotCounted`).
+    ``block_tokens`` on its first row; where a text is not ASCII or has a piece too long
+    to count here (:data:`~._bpe.LONG_PIECE`), the part stops with
+    ``block_tokens[part[0]]`` -1 (:class:`NotCounted`).
     """
     starts, block_bytes, block_chars, block_end, block_max = blocks[:5]
     block_sum, block_count, block_rerank = blocks[5:]
@@ -161,6 +162,9 @@ def _merge(
                     seen_count,
                     nothing,
                 )
+                if count < 0:  # a long piece: not counted here, the caller's rounds
+                    block_tokens[lo] = -1
+                    return
                 append = before + count <= token_cap
                 if append:
                     tokens, before, last = before + count, before + upto, last_at
@@ -217,6 +221,9 @@ def _merge(
                     seen_count,
                     nothing,
                 )
+                if tokens < 0:  # a long piece: not counted here, the caller's rounds
+                    block_tokens[lo] = -1
+                    return
     if b >= 0:
         block_chars[b] = chars
         block_bytes[b] = used
@@ -354,7 +361,8 @@ class MergeResult(NamedTuple):
 
 
 class NotCounted(Exception):
-    """A merge in tokens met a text its kernel does not count (not ASCII)."""
+    """A merge in tokens met a text its kernel does not count (not ASCII, or a piece
+    over :data:`~._bpe.LONG_PIECE` bytes)."""
 
 
 def merge(
@@ -435,7 +443,7 @@ def merge(
 
     in_parts(run, group_firsts, n)
     if tokens is not None and (block_tokens < 0).any():
-        raise NotCounted("a text is not ASCII")
+        raise NotCounted("a text is not ASCII or has a long piece")
     return MergeResult(blocks[0], piece, *blocks[1:], block_tokens)
 
 
