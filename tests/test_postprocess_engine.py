@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import ragframe
@@ -258,3 +258,25 @@ def test_consecutive_pieces_split_between_pieces_into_view_buffers() -> None:
             got = _arrow.consecutive_strings(data, begin)
         assert got.to_list() == pieces, limit
     assert _arrow.consecutive_strings(data[:0], np.zeros(1, dtype=np.int64)).to_list() == []
+
+
+_NUMPY = {pl.Int64: np.int64, pl.Int32: np.int32, pl.UInt64: np.uint64, pl.Int8: np.int8}
+
+
+@given(
+    st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=50)
+    | st.lists(st.integers(-5, 40), min_size=1, max_size=200),
+    st.sampled_from(list(_NUMPY)),
+)
+@example([-128, -18, 9, 100], pl.Int8)  # offsets past 127 overflow int8
+@example([2**63 + 5, 2**63 + 1, 2**64 - 1], pl.UInt64)  # past int64
+def test_dense_codes_are_polars_dense_rank(values: list[int], dtype: Any) -> None:
+    # ids of input not grouped by query are coded by a table over their span (no sort)
+    from ragframe.postprocess._rank import dense_codes
+
+    info = np.iinfo(_NUMPY[dtype])
+    series = pl.Series([min(max(v, int(info.min)), int(info.max)) for v in values], dtype=dtype)
+    want = series.rank("dense").cast(pl.Int64).to_numpy() - 1
+    code, count = dense_codes(series)
+    assert code.tolist() == want.tolist() and count == series.n_unique()
+    assert code.dtype == np.int64
