@@ -127,9 +127,14 @@ def _rule9_order(
     order = ordered_in_segments(new_query, np.column_stack(keys))  # stable: block order
     row = np.arange(len(order), dtype=np.int64)
     first = _segment_starts(new_query)  # queries stay where they were
-    running = np.cumsum(chars[order])
-    before = running - chars[order]
-    return order, row - first, running - before[first]
+    return order, row - first, running_totals(chars[order], first)
+
+
+def running_totals(values: I64, first: I64) -> I64:
+    """Each value's running total within its segment (``first``: where each one's
+    segment begins), itself included: rule 10's length of a query's blocks up to one."""
+    total = np.cumsum(values)
+    return total - (total - values)[first]
 
 
 def _segment_starts(starts: Bools) -> I64:

@@ -97,7 +97,7 @@ def _truncate(texts: pl.Series, counter: TokenCounter, limit: int) -> tuple[pl.S
     start, end, counts = _bpe.truncated(texts, counting, limit)
     frame = pl.DataFrame({"t": texts, "a": start, "b": end - start})
     out = frame.select(pl.col("t").str.slice(pl.col("a"), pl.col("b"))).to_series()
-    rest = np.flatnonzero(counts < 0)  # not ASCII: in rounds
+    rest = np.flatnonzero(counts < 0)  # not ASCII, or a piece too long: in rounds
     if len(rest):
         fixed, counts[rest] = _truncate_in_rounds(texts.gather(rest), counter, limit)
         out = out.scatter(rest, fixed)

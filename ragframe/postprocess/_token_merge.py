@@ -25,6 +25,7 @@ well, and each candidate's text from its text source as the character merge read
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -268,10 +269,11 @@ def _kernel(
             if not keep.any():
                 continue
             texts = row_texts(part, in_source, by_offsets)
-            try:
-                out.append(compiled(texts) if fast else in_rounds(part, texts))
-            except NotCounted:  # ASCII with a piece too long to count here: rounds too
-                out.append(in_rounds(part, row_texts(part, in_source, by_offsets)))
+            if fast:
+                with contextlib.suppress(NotCounted):  # ASCII, a piece too long: rounds too
+                    out.append(compiled(texts))
+                    continue
+            out.append(in_rounds(part, texts))
         frame = pl.concat(out).sort(c.QUERY_ID, c.BLOCK_RANK, maintain_order=True)
         return frame.to_struct(batch.name)
 
@@ -285,23 +287,12 @@ def ascii_rows(found: Any) -> Bools:
     return out
 
 
-def _running(block_rank: I64, tokens: I64) -> I64:
-    """Each block's query's tokens up to it (blocks in rule 9's order)."""
-    total = np.cumsum(tokens)
-    first = np.flatnonzero(block_rank == 0)
-    before = np.repeat(total[first] - tokens[first], np.diff(np.append(first, len(tokens))))
-    return total - before
-
-
 def _budgeted(
     frame: pl.DataFrame, tokens: I64, config: Any, passthrough: Sequence[str]
 ) -> pl.DataFrame:
-    """Rule 10 in tokens on the blocks of :func:`_compiled`, every one counted
-    (``tokens``): those it keeps, with the token budget's output columns; each
-    query's first block cut where it is over (:func:`_token_budget._truncate`)."""
-    rank = frame[c.BLOCK_RANK].to_numpy()
-    keep = within_budget(rank, _running(rank, tokens), config.max_blocks, config.max_tokens)
-    frame, tokens = frame.filter(pl.Series(keep)), tokens[keep]
+    """The blocks of :func:`_compiled` that rule 10 in tokens keeps, each with its count
+    (``tokens``), given the token budget's output columns; a query's first block cut
+    where it is over (:func:`_token_budget._truncate`)."""
     over = np.flatnonzero(tokens > config.max_tokens)
     text, chars = frame[c.TEXT], frame[c.T_CHARS].to_numpy().copy()
     if len(over):
@@ -339,9 +330,8 @@ def _compiled(
     tokens = m.tokens[ordered.rows]
     if budget is not None:  # the blocks past the budget: no text
         rank = ordered.block_rank
-        keep = (rank < budget.max_blocks) & (
-            (_running(rank, tokens) <= budget.max_tokens) | (rank == 0)
-        )
+        running = _char_merge.running_totals(tokens, np.arange(len(tokens)) - rank)  # per query
+        keep = within_budget(rank, running, budget.max_blocks, budget.max_tokens)
         ordered, tokens = _char_merge._kept(ordered, keep), tokens[keep]
     written = _char_merge._texts(texts, m, ordered, None)
     frame = _char_merge._frame(parts, rows_in, m, ordered, written, first)
