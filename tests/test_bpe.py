@@ -119,7 +119,7 @@ def test_other_characters_fall_back_to_tiktoken() -> None:
     assert counts(values) == [tiktoken_count(t) for t in values]
     counting = _bpe.kernel_vocab(token_counter(CL100K))
     assert counting is not None
-    assert _bpe.truncated(pl.Series(["naïve"]), counting, 1)[2].tolist() == [-1]  # in rounds
+    assert _bpe.truncated(pl.Series(["naïve"]), counting, 1, 80)[2].tolist() == [-1]  # in rounds
     assert _compiled_truncation("naïve café au lait", 2) == _truncated("naïve café au lait", 2)
 
 

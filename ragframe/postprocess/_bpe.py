@@ -31,7 +31,6 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import string_addresses
-from ragframe.postprocess._budget import TRUNCATE_WINDOW
 from ragframe.postprocess._kernels._bpe import (
     NO_RANK,
     CachePool,
@@ -133,9 +132,12 @@ def counts(column: pl.Series, counting: Counting, fallback: Callable[[list[str]]
     return out
 
 
-def truncated(column: pl.Series, counting: Counting, limit: int) -> tuple[I64, I64, I64]:
-    """Rule 10's truncation in tokens of each text (each counting more than ``limit``,
-    see :func:`~ragframe.postprocess._kernels._bpe.truncations`): the bytes
+def truncated(
+    column: pl.Series, counting: Counting, limit: int, window: int
+) -> tuple[I64, I64, I64]:
+    """Rule 10's truncation in tokens of each text (each counting more than ``limit``;
+    ``window``: the cut's look-back, see
+    :func:`~ragframe.postprocess._kernels._bpe.truncations`): the bytes
     ``[start, end)`` it keeps and their count; count -1 for a text the kernels do not
     count (not ASCII, or a piece over :data:`~._kernels._bpe.LONG_PIECE` bytes)."""
     n = len(column)
@@ -145,6 +147,6 @@ def truncated(column: pl.Series, counting: Counting, limit: int) -> tuple[I64, I
     address, length, owner = string_addresses(column.cast(pl.String))
     address, length = frozen(address, np.int64), frozen(length, np.int64)
     with counting.caches.taken() as cache:
-        truncations(address, length, int(limit), TRUNCATE_WINDOW, counting.vocab, cache, out)
+        truncations(address, length, int(limit), int(window), counting.vocab, cache, out)
     del owner
     return out[:n], out[n : 2 * n], out[2 * n :]

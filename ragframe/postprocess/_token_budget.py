@@ -94,7 +94,7 @@ def _truncate(texts: pl.Series, counter: TokenCounter, limit: int) -> tuple[pl.S
     counting = _bpe.kernel_vocab(counter)
     if counting is None:
         return _truncate_in_rounds(texts, counter, limit)
-    start, end, counts = _bpe.truncated(texts, counting, limit)
+    start, end, counts = _bpe.truncated(texts, counting, limit, TRUNCATE_WINDOW)
     frame = pl.DataFrame({"t": texts, "a": start, "b": end - start})
     out = frame.select(pl.col("t").str.slice(pl.col("a"), pl.col("b"))).to_series()
     rest = np.flatnonzero(counts < 0)  # not ASCII, or a piece too long: in rounds
