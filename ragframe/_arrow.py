@@ -59,7 +59,7 @@ def int64_lists(lengths: I64, values: I64, name: str = "") -> pl.Series:
     def ints(a: I64) -> pa.Array:
         return pa.Array.from_buffers(pa.int64(), len(a), [None, pa.py_buffer(a)])
 
-    return pl.Series(name, pa.LargeListArray.from_arrays(ints(offsets), ints(flat)))
+    return series(name, pa.LargeListArray.from_arrays(ints(offsets), ints(flat)))
 
 
 def view_arrays(column: pl.Series) -> list[pa.Array]:
@@ -166,8 +166,55 @@ def string_views(
     for index, rows in _groups(source, len(data)):
         _fill(views, rows, data[index], position[rows], length[rows])
     owned = [None, pa.py_buffer(views), *(pa.py_buffer(b) for b in data)]
-    array = pa.Array.from_buffers(pa.string_view(), len(length), owned)
-    return pl.Series(name, array, dtype=pl.String)
+    return series(name, pa.Array.from_buffers(pa.string_view(), len(length), owned))
+
+
+class _CArray:
+    """An Arrow array seen only through the C data interface (:func:`series`)."""
+
+    def __init__(self, array: pa.Array) -> None:
+        self.array = array
+
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]:
+        schema, array = self.array.__arrow_c_array__(requested_schema)
+        return schema, array
+
+
+def series(name: str, array: pa.Array) -> pl.Series:
+    """A Polars Series of ``array``, taken over through the C data interface as it is.
+    ``pl.Series(name, array)`` first imports ``pyarrow.compute`` to coerce types none of
+    ours needs (about 45 ms of a short run's start).
+
+    Example:
+        >>> series("n", pa.array([1, 2])).to_list()
+        [1, 2]
+    """
+    return pl.Series(_CArray(array)).alias(name)
+
+
+def total(column: pa.ChunkedArray) -> int:
+    """The sum of an Arrow integer or boolean column without nulls, read from its
+    buffers: pyarrow's ``to_numpy`` and ``compute.sum`` import pandas (where it is
+    installed) and ``pyarrow.compute``, 0.4 s of a short run.
+
+    Example:
+        >>> total(pa.chunked_array([[1, 2], [3]])), total(pa.chunked_array([[True, False]]))
+        (6, 1)
+    """
+    found = 0
+    for chunk in column.chunks:
+        if chunk.null_count:
+            raise ValueError("total() of a column with nulls")
+        if pa.types.is_boolean(chunk.type):
+            found += chunk.true_count
+        elif pa.types.is_integer(chunk.type):
+            kind = "i" if pa.types.is_signed_integer(chunk.type) else "u"
+            dtype = np.dtype(f"{kind}{chunk.type.bit_width // 8}")
+            skip = chunk.offset * dtype.itemsize
+            found += int(np.frombuffer(chunk.buffers()[1], dtype, len(chunk), skip).sum())
+        else:
+            raise TypeError(f"total() of a {chunk.type} column")
+    return found
 
 
 def strings(data: U8, begin: I64, size: I64, name: str = "") -> pl.Series:
@@ -215,7 +262,7 @@ def _packed(data: U8, begin: I64, size: I64, name: str) -> pl.Series:
     array = pa.LargeStringArray.from_buffers(
         len(begin), pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data[rows]))
     )
-    return pl.Series(name, array, dtype=pl.String)
+    return series(name, array)
 
 
 def _groups(source: I64, count: int) -> Iterator[tuple[int, slice | I64]]:

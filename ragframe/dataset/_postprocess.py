@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ragframe import io
 from ragframe import schema as c
+from ragframe._arrow import total
 from ragframe.dataset import _ranges
 from ragframe.dataset._behind import Behind
 from ragframe.dataset._inputs import Input, stored_bytes
@@ -99,8 +99,8 @@ def _one(
         missing_text_candidates=lacking,
         missing_text_queries=lacking_queries,
         blocks=table.num_rows,
-        characters=pc.sum(table.column(c.CHAR_COUNT)).as_py() or 0,
-        truncated=pc.sum(table.column(c.TRUNCATED).cast(pa.int64())).as_py() or 0,
+        characters=total(table.column(c.CHAR_COUNT)),
+        truncated=total(table.column(c.TRUNCATED)),
     )
     return table
 
