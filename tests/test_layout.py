@@ -395,13 +395,18 @@ def test_fetch_and_chunk_run_without_numba(tmp_path: Path) -> None:
     assert (tmp_path / "f.parquet").is_file() and (tmp_path / "c.parquet").is_file()
 
 
-def test_postprocess_never_loads_pandas(tmp_path: Path) -> None:
-    """A real postprocess run, in the engine and in token mode, does not import pandas
-    (pyarrow's ``pa.array`` of a numpy array would, where pandas is installed: 0.3-0.7 s
-    of a command's start). Meaningful where pandas is installed (the test extra's Dask
-    brings it)."""
+def test_postprocess_never_loads_pandas_or_arrow_compute(tmp_path: Path) -> None:
+    """A real postprocess run, in the engine, in token mode and by the CLI, imports
+    neither pandas (pyarrow's ``pa.array`` of a numpy array, or ``to_numpy`` of an Arrow
+    array, would where pandas is installed: 0.3-0.7 s of a command's start) nor
+    ``pyarrow.compute`` (``pl.Series`` of an Arrow array would: 45 ms). Meaningful
+    where pandas is installed (the test extra's Dask brings it)."""
     pytest.importorskip("pandas")
     data = PACKAGE.parent / "data"
+    cli_run = _command(
+        "postprocess", str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet"),
+        "-o", "blocks.parquet", "-q",
+    )  # fmt: skip
     code = (
         "import sys, ragframe, polars as pl\n"
         f"rows = pl.read_parquet({str(data / 'results.parquet')!r})\n"
@@ -409,7 +414,9 @@ def test_postprocess_never_loads_pandas(tmp_path: Path) -> None:
         "assert ragframe.postprocess(rows, chunks=store).collect().height\n"
         "config = {'length': 'tokens', 'tokenizer': lambda t: [len(x.split()) for x in t]}\n"
         "assert ragframe.postprocess(rows, config, chunks=store).collect().height\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))\n"
+        f"{cli_run}"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas' "
+        "or m == 'pyarrow.compute'))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
     done = subprocess.run(
