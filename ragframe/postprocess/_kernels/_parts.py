@@ -1,4 +1,4 @@
-"""Running a kernel on all CPUs: parts of whole queries or groups, one per thread."""
+"""Running a kernel on all CPUs: parts of whole queries or groups, several per thread."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ import numpy as np
 from ragframe.postprocess._kernels._compile import I64
 
 PARALLEL_ROWS = 20_000
-"""Below this many rows a kernel runs on the calling thread alone."""
+"""Below this many rows a kernel runs on the calling thread alone; no part is smaller."""
+PARTS_PER_THREAD = 8
+"""Parts per CPU, taken in turn by one thread per CPU. With one part per CPU, a kernel
+waits for its slowest part, and in a dataset run a CPU is shared with the background
+writer (and Polars' threads), so one half came in late: on 10M presorted rows, engine /
+minimal plan 1.37x and 1.43x with 8 parts per CPU against 1.53x and 1.64x with one
+(``benchmarks/bench_scale.py``, alternated). Alone on the machine the two are alike
+(``benchmarks/bench_floor.py``: within the noise)."""
 
 
 def _threads() -> int:
@@ -24,11 +31,13 @@ def _threads() -> int:
 
 def in_parts(run: Callable[[tuple[int, int]], None], starts: I64, n: int) -> None:
     """Call ``run((lo, hi))`` on parts of ``range(n)`` that begin at ``starts`` (where a
-    query or a group begins), one part per CPU, at once: the kernels release the GIL.
+    query or a group begins), :data:`PARTS_PER_THREAD` per CPU, on one thread per CPU at
+    once: the kernels release the GIL.
 
     A fresh pool per call: cheap next to the work, and safe after ``fork``.
     """
-    parts = min(_threads(), max(1, n // PARALLEL_ROWS))
+    threads = _threads()
+    parts = min(threads * PARTS_PER_THREAD, max(1, n // PARALLEL_ROWS))
     at = np.searchsorted(starts, np.arange(1, parts) * n // parts)
     cuts = starts[np.minimum(at, len(starts) - 1)] if len(starts) else starts
     bounds = np.unique(np.concatenate([[0], cuts, [n]])).tolist()
@@ -36,6 +45,6 @@ def in_parts(run: Callable[[tuple[int, int]], None], starts: I64, n: int) -> Non
     if len(pieces) <= 1:
         run((0, n))
         return
-    with ThreadPoolExecutor(len(pieces)) as pool:
+    with ThreadPoolExecutor(min(threads, len(pieces))) as pool:
         for done in [pool.submit(run, piece) for piece in pieces]:
             done.result()
