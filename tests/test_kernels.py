@@ -296,3 +296,31 @@ def test_each_kernel_compiles_once_whatever_memory_its_inputs_are_in(tmp_path: P
     assert _order.ordered_in_segments(starts, strided).tolist() == [0, 1, 2, 3]
     kernels = [_walk._walk, _merge._merge, _order._ordered_in_segments]
     assert [len(k.signatures) for k in kernels] == [1, 1, 1], [k.signatures for k in kernels]
+
+
+@given(
+    pieces=st.lists(
+        st.lists(st.one_of(st.none(), st.text(max_size=30)), max_size=6), min_size=1, max_size=4
+    ),
+    data=st.data(),
+)
+def test_row_views_read_the_rows_asked_for_in_place(
+    pieces: list[list[str | None]], data: st.DataObject
+) -> None:
+    """Each asked row's bytes (-1 and null: none), across chunks of any size (inline
+    values of up to 12 bytes and buffered ones), offset slices included."""
+    import ctypes
+
+    from ragframe.postprocess._kernels._buffers import row_views
+
+    chunks = [pl.Series(p, dtype=pl.String) for p in pieces]
+    column = pl.concat(chunks, rechunk=False)
+    if data.draw(st.booleans()) and len(column) > 1:  # a slice: an offset into the views
+        column = column.slice(1)
+    values = column.to_list()
+    rows = data.draw(st.lists(st.integers(-1, max(len(values) - 1, -1)), max_size=12))
+    address, length, alive = row_views(column, np.array(rows, dtype=np.int64))
+    pairs = zip(address, length, strict=True)
+    read = [ctypes.string_at(int(a), int(n)).decode() if n else "" for a, n in pairs]
+    assert read == [values[r] or "" if r >= 0 else "" for r in rows]
+    del alive

@@ -22,7 +22,8 @@ import numpy as np
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._arrow import ViewCells, string_addresses
+from ragframe._arrow import string_addresses
+from ragframe.postprocess._kernels._buffers import row_views
 from ragframe.postprocess._kernels._compile import I64
 from ragframe.postprocess._kernels._store import store_rows
 
@@ -91,7 +92,7 @@ class RowTexts(NamedTuple):
     """... and byte length (0: no text)."""
     offsets: tuple[I64, I64] | None
     """Each row's ``start_char`` and ``end_char``, when asked for."""
-    alive: ViewCells
+    alive: object
     """Owns the memory the addresses point into: keep it while they are read."""
 
 
@@ -100,16 +101,16 @@ def row_texts(parts: pl.DataFrame, in_source: bool, offsets: bool = False) -> Ro
     batch is :func:`stacked` (each row's text in the source's row ``c.T_ROW``; -1 for
     none: ""); else each row carries its ``text`` (and offsets). Null text reads ""."""
     if not in_source:
-        address, length, alive = string_addresses(parts[c.TEXT])
+        address, length, cells = string_addresses(parts[c.TEXT])
         given = (_ints(parts[c.START_CHAR]), _ints(parts[c.END_CHAR])) if offsets else None
-        return RowTexts(parts, address, length, given, alive)
+        return RowTexts(parts, address, length, given, cells)
     rows, source = split(parts)
     row = rows[c.T_ROW].to_numpy()
-    address, length, alive = string_addresses(source[c.TEXT])
+    address, length, arrays = row_views(source[c.TEXT], row)  # only these rows' views
     found = None
     if offsets:
         found = (_at(_ints(source[c.START_CHAR]), row), _at(_ints(source[c.END_CHAR]), row))
-    return RowTexts(rows, _at(address, row), _at(length, row), found, alive)
+    return RowTexts(rows, address, length, found, arrays)
 
 
 def _at(values: I64, row: I64) -> I64:

@@ -41,6 +41,7 @@ RUN_ORDER = {
     "_probe": "_store",
     "_grouped_by": "_order",
     "_places": "_order",
+    "_row_views": "_buffers",
     "_walk": "_walk",
     "_ordered_in_segments": "_order",
     "_merge": "_merge",

@@ -1,15 +1,30 @@
 """Reading Arrow string buffers in place from compiled code: a pointer at an address,
-a row's UTF-8 bytes as an array, and prefetching the next rows' bytes.
+a row's UTF-8 bytes as an array, prefetching the next rows' bytes, and where the
+strings of some rows of a column are (:func:`row_views`).
 
-The addresses come from :func:`ragframe._arrow.string_addresses` (in the kernels'
-wrappers); the buffers they point into must stay alive while a kernel runs.
+The addresses come from :func:`ragframe._arrow.string_addresses` or :func:`row_views`
+(in the kernels' wrappers); the buffers they point into must stay alive while a kernel
+runs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ragframe.postprocess._kernels._compile import I64, U8, from_numba, internal, intrinsic
+import numpy as np
+import polars as pl
+
+from ragframe._arrow import INLINE, VIEW_BYTES, view_arrays
+from ragframe.postprocess._kernels._ahead import sample
+from ragframe.postprocess._kernels._compile import (
+    I64,
+    U8,
+    compiled,
+    from_numba,
+    frozen,
+    internal,
+    intrinsic,
+)
 
 carray = from_numba("carray")
 """numba's ``carray``: an array over memory at a pointer."""
@@ -84,3 +99,78 @@ def longest_text(length: I64) -> int:
         if length[i] > longest:
             longest = length[i]
     return longest
+
+
+@internal
+def _u32_at(address: int) -> int:
+    """The little-endian uint32 at ``address`` (a view's field)."""
+    b = carray(pointer(address), 4)  # type: ignore[call-arg]
+    return int(b[0]) | (int(b[1]) << 8) | (int(b[2]) << 16) | (int(b[3]) << 24)
+
+
+@compiled
+def _row_views(
+    chunk_start: I64, chunk_views: I64, chunk_base: I64, bases: I64, row: I64, out: I64
+) -> None:
+    """Where the strings of rows ``row`` of a string-view column are (-1: none, read as
+    ""): their bytes' addresses into ``out[0]``, their byte lengths into ``out[1]``.
+    Chunk ``k`` holds the column's rows ``chunk_start[k]:chunk_start[k + 1]``, its
+    first view at ``chunk_views[k]`` (16 bytes each: the length, then the bytes when at
+    most 12, else a prefix, the buffer index and the offset), its buffer ``i`` at
+    ``bases[chunk_base[k] + i]``."""
+    last = len(chunk_views) - 1
+    for i in range(len(row)):
+        r = row[i]
+        if r < 0:
+            out[0, i], out[1, i] = 0, 0
+            continue
+        k = 0 if last == 0 else min(np.searchsorted(chunk_start, r, side="right") - 1, last)
+        view = chunk_views[k] + VIEW_BYTES * (r - chunk_start[k])
+        size = _u32_at(view)
+        out[1, i] = size
+        if size <= INLINE:
+            out[0, i] = view + 4
+        else:
+            out[0, i] = bases[chunk_base[k] + _u32_at(view + 8)] + _u32_at(view + 12)
+
+
+def row_views(column: pl.Series, row: I64) -> tuple[I64, I64, list[Any]]:
+    """Where the strings of rows ``row`` of a String ``column`` are (-1: no row, read as
+    ""; a null reads ""): each one's UTF-8 bytes' address and byte length, read from the
+    column's views in place, and the arrays that own the memory (keep them while the
+    addresses are read). One pass over ``row``: nothing is computed for the column's
+    other rows (a chunk store's text column, read for the few rows a kernel needs).
+
+    Example:
+        >>> address, length, alive = row_views(pl.Series(["ab", "a long string here"]),
+        ...     np.array([1, -1, 0]))
+        >>> length.tolist()
+        [18, 0, 2]
+    """
+    arrays = view_arrays(column)
+    bases: list[int] = []
+    starts, views, firsts = [0], [], []
+    for array in arrays:
+        owned = array.buffers()  # validity, views, data buffers
+        firsts.append(len(bases))
+        bases += [b.address for b in owned[2:] if b is not None] or [0]
+        views.append(owned[1].address + VIEW_BYTES * array.offset if len(array) else 0)
+        starts.append(starts[-1] + len(array))
+    if not arrays:  # an empty column: every row is -1
+        starts, views, firsts = [0, 0], [0], [0]
+    out = np.zeros((2, len(row)), dtype=np.int64)
+    _row_views(
+        frozen(starts, np.int64),
+        frozen(views, np.int64),
+        frozen(firsts, np.int64),
+        frozen(bases or [0], np.int64),
+        frozen(row, np.int64),
+        out,
+    )
+    return out[0], out[1], arrays
+
+
+@sample("_row_views")
+def _sample_row_views() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    row_views(pl.Series(["a"]), np.zeros(1, dtype=np.int64))
