@@ -217,6 +217,53 @@ def test_null_query_ids_are_reported_as_one_call_reports_them(tmp_path: Path) ->
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("given", ["parquet", "frame"])
+def test_an_input_that_fits_one_partition_is_not_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """Parquet metadata (or a frame's height) says every row fits one partition: no
+    counting pass over the query ids, the same output as one call; an input larger
+    than a partition is counted. Null query ids are reported as one call reports them
+    either way."""
+    from ragframe.dataset import _ranges
+
+    found: list[_ranges.Ranges] = []
+    real = _ranges.query_ranges
+
+    def spy(*args: object) -> _ranges.Ranges:
+        found.append(real(*args))  # type: ignore[arg-type]
+        return found[-1]
+
+    monkeypatch.setattr(_ranges, "query_ranges", spy)
+    rows = pl.DataFrame(
+        {
+            "query_id": [2, 2, 1, 3, 1],
+            "entity_id": [1, 1, 2, 3, 2],
+            "chunk_index": [0, 1, 0, 0, 1],
+            "text": ["a b", "b c", "c", "d", "c e"],
+            "similarity": [0.9, 0.8, 0.7, 0.6, 0.5],
+        }
+    )
+    source = _write(rows, tmp_path / "r.parquet") if given == "parquet" else rows
+    want = ragframe.postprocess(rows).collect()
+    for per, counted in ((5, False), (1_000, False), (4, True)):
+        out = tmp_path / f"o{per}.parquet"
+        run = postprocess_dataset(source, out, rows_per_partition=per, progress=False)
+        assert_frame_equal(pl.read_parquet(out), want)
+        assert (found[-1].queries != [0]) == counted, (per, found[-1])
+        assert run.partitions == (2 if counted else 1)
+        assert run.counts["queries"] == 3
+    query = pl.when(pl.col("query_id") != 3).then(pl.col("query_id"))  # 3 becomes null
+    nulls = rows.with_columns(query.alias("query_id"))
+    nulls_source = _write(nulls, tmp_path / "n.parquet") if given == "parquet" else nulls
+    with pytest.raises(DataError) as one_call:
+        ragframe.postprocess(nulls).collect()
+    with pytest.raises(DataError) as run_error:
+        postprocess_dataset(nulls_source, tmp_path / "n_out.parquet", progress=False)
+    assert str(run_error.value) == str(one_call.value)
+    assert found[-1].queries == [0]
+
+
 def test_bad_columns_and_options_fail_before_any_work(tmp_path: Path) -> None:
     rows = pl.DataFrame({"query_id": [1], "entity_id": [1], "chunk_index": [0]})
     with pytest.raises(SchemaError, match="missing column 'similarity'"):

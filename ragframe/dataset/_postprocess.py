@@ -16,7 +16,7 @@ from ragframe import schema as c
 from ragframe._arrow import total
 from ragframe.dataset import _ranges
 from ragframe.dataset._behind import Behind
-from ragframe.dataset._inputs import Input, stored_bytes
+from ragframe.dataset._inputs import Input, row_count, stored_bytes
 from ragframe.dataset._progress import Progress
 from ragframe.dataset._run import STORE_IN_MEMORY, RunSummary, arrow_schema, spill_place
 from ragframe.errors import DataError
@@ -43,7 +43,8 @@ def run(
     plan = postprocess(candidates.frame, config, chunks=store.frame if store else None)
     schema = plan.collect_schema()  # bad columns fail here, before any work
     io.check_output(destination)
-    ranges = _ranges.query_ranges(candidates.frame, rows_per_partition)
+    known = row_count(candidates)  # one partition's worth or less: nothing to count
+    ranges = _ranges.query_ranges(candidates.frame, rows_per_partition, known)
     texts = _texts(store, candidates.frame.collect_schema()) if store else None
     direct = _ranges.filtered_scans_fit(candidates, ranges)
     parts = len(ranges.bounds)

@@ -6,7 +6,8 @@ only the ``query_id`` column); the sorted queries are cut into ranges of about
 queries however the input is ordered, and the partitions, in order, hold the queries in
 output order (so their outputs are written one after the other, sorted as one big call
 sorts them). Rows with a null query id go to the first partition (where postprocess
-reports them).
+reports them). An input whose row count is known without reading it (Parquet metadata,
+a frame in memory) and fits one partition is one partition, not counted.
 
 A partition is then read one of two ways:
 
@@ -55,6 +56,7 @@ class Ranges:
     bounds: list[tuple[Bound, Bound]]
     rows: list[int]
     queries: list[int]
+    """(0 where not counted: one partition of every row, see :func:`query_ranges`.)"""
     nulls: bool
     """Whether some rows have a null query id (they go to the first partition)."""
 
@@ -63,9 +65,17 @@ class Ranges:
         return sum(self.rows)
 
 
-def query_ranges(frame: pl.LazyFrame, rows_per_partition: int) -> Ranges:
+def query_ranges(
+    frame: pl.LazyFrame, rows_per_partition: int, known_rows: int | None = None
+) -> Ranges:
     """Cut the queries of ``frame``, sorted, into ranges of about ``rows_per_partition``
-    rows (a query is never cut)."""
+    rows (a query is never cut). ``known_rows``, the frame's row count when known without
+    reading it (Parquet metadata, a frame in memory): at most ``rows_per_partition``
+    make one partition of every row, with no counting pass (its query count then 0:
+    not counted)."""
+    if known_rows is not None and known_rows <= rows_per_partition:
+        one = [(None, None)] if known_rows else []
+        return Ranges(one, [known_rows] * len(one), [0] * len(one), False)
     key = pl.col(c.QUERY_ID)
     plan = frame.group_by(key).agg(pl.len()).sort(key, nulls_last=False)
     counts = plan.collect(engine="streaming")
