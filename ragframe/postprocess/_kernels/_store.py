@@ -116,8 +116,11 @@ def _keys(entity: pl.Series, chunk: pl.Series) -> tuple[Keys, Bools, list[Any]]:
     """The :data:`Keys` of two columns, whether each row's key is whole (no null), and
     what owns the memory the addresses point into; as kernel inputs
     (:func:`~._compile.frozen`: one signature whatever the columns)."""
-    whole = frozen((entity.is_not_null() & chunk.is_not_null()).to_numpy(), np.bool_)
-    chunks = chunk.fill_null(0).cast(pl.Int64).to_numpy()
+    if entity.null_count() or chunk.null_count():
+        whole = frozen((entity.is_not_null() & chunk.is_not_null()).to_numpy(), np.bool_)
+    else:  # the usual case: no mask to build
+        whole = frozen(np.ones(len(entity), dtype=np.bool_), np.bool_)
+    chunks = _ints(chunk)
     none = np.zeros(0, dtype=np.int64)
     alive: list[Any] = []
     if entity.dtype == pl.String:
@@ -125,9 +128,19 @@ def _keys(entity: pl.Series, chunk: pl.Series) -> tuple[Keys, Bools, list[Any]]:
         keys = (none, address, length, chunks)
         alive.append(cells)
     else:
-        keys = (entity.fill_null(0).cast(pl.Int64).to_numpy(), none, none, chunks)
+        keys = (_ints(entity), none, none, chunks)
     e, a, n, k = (frozen(column, np.int64) for column in keys)
     return (e, a, n, k), whole, alive
+
+
+def _ints(column: pl.Series) -> I64:
+    """An integer column as int64 numbers, nulls as 0 (no copy where it is int64 already
+    and has no nulls)."""
+    if column.null_count():
+        column = column.fill_null(0)
+    if column.dtype != pl.Int64:
+        column = column.cast(pl.Int64)
+    return column.to_numpy()
 
 
 DENSE_SPAN = 4
