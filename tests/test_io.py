@@ -447,3 +447,30 @@ def test_total_reads_integer_and_boolean_columns_from_their_buffers() -> None:
         total(pa.chunked_array([[1, None]]))
     with pytest.raises(TypeError, match="double"):
         total(pa.chunked_array([[1.5]]))
+
+
+@pytest.mark.parametrize("target", ["one.parquet", "parts/"])
+def test_pieces_written_by_arrow_keep_no_statistics_of_long_text(
+    tmp_path: Path, target: str
+) -> None:
+    """A file of several pieces (and a directory's parts) is written by Arrow's writer
+    at zstd level 3, every column with min/max statistics but the long text (no reader
+    prunes by a block's text; they cost a tenth of the write), and reads back whole."""
+    import pyarrow.parquet as pq
+
+    frame = pl.DataFrame({"query_id": [1, 2, 3, 4], "text": ["a b", "c", "d e f", "g"]})
+    path = tmp_path / target
+    with io.open_output(f"{tmp_path}/{target}", frame.to_arrow().schema, pieces=2) as sink:
+        sink.write(frame.head(2))
+        sink.write(frame.tail(2))
+    files = sorted(path.glob("*.parquet")) if target.endswith("/") else [path]
+    for file in files:
+        meta = pq.ParquetFile(file).metadata
+        for group in range(meta.num_row_groups):
+            columns = {meta.row_group(group).column(j).path_in_schema: j for j in range(2)}
+            stats = {n: meta.row_group(group).column(j).statistics for n, j in columns.items()}
+            assert stats["query_id"] is not None and stats["query_id"].has_min_max
+            assert stats["text"] is None or not stats["text"].has_min_max
+            assert meta.row_group(group).column(0).compression == "ZSTD"
+    read = pl.read_parquet(files)
+    assert read.equals(frame), read

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from ragframe import _atomic, io
 from ragframe import schema as c
-from ragframe._sinks import PARQUET
+from ragframe._sinks import parquet_options
 from ragframe.dataset._inputs import Input, stored_bytes
 from ragframe.dataset._progress import Progress
 from ragframe.dataset._run import RunSummary, arrow_schema, spill_place
@@ -135,7 +135,8 @@ class _Run:
         for k in range(self.n):
             table = _sorted(self.part(k))
             files.append(folder / f"part-{k:05d}.parquet")
-            pq.write_table(table, files[-1], row_group_size=ROW_GROUP, **PARQUET)
+            options = parquet_options(table.schema)
+            pq.write_table(table, files[-1], row_group_size=ROW_GROUP, **options)
             held.append(pc.sum(pc.binary_length(table.column(c.CONTENT))).as_py() or 0)
             bar.advance(table.num_rows, **self.counts)
         return files, held
