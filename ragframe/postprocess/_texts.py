@@ -24,7 +24,7 @@ import polars as pl
 from ragframe import schema as c
 from ragframe._arrow import string_addresses
 from ragframe.postprocess._kernels._buffers import row_views
-from ragframe.postprocess._kernels._compile import I64
+from ragframe.postprocess._kernels._compile import I64, int64s
 from ragframe.postprocess._kernels._store import store_rows
 
 _SHIFT = 2**64
@@ -102,14 +102,14 @@ def row_texts(parts: pl.DataFrame, in_source: bool, offsets: bool = False) -> Ro
     none: ""); else each row carries its ``text`` (and offsets). Null text reads ""."""
     if not in_source:
         address, length, cells = string_addresses(parts[c.TEXT])
-        given = (_ints(parts[c.START_CHAR]), _ints(parts[c.END_CHAR])) if offsets else None
+        given = (int64s(parts[c.START_CHAR]), int64s(parts[c.END_CHAR])) if offsets else None
         return RowTexts(parts, address, length, given, cells)
     rows, source = split(parts)
     row = rows[c.T_ROW].to_numpy()
     address, length, arrays = row_views(source[c.TEXT], row)  # only these rows' views
     found = None
     if offsets:
-        found = (_at(_ints(source[c.START_CHAR]), row), _at(_ints(source[c.END_CHAR]), row))
+        found = (_at(int64s(source[c.START_CHAR]), row), _at(int64s(source[c.END_CHAR]), row))
     return RowTexts(rows, address, length, found, arrays)
 
 
@@ -118,8 +118,3 @@ def _at(values: I64, row: I64) -> I64:
     if not len(values):
         return np.zeros(len(row), dtype=np.int64)
     return np.where(row >= 0, values[np.maximum(row, 0)], 0)
-
-
-def _ints(column: pl.Series) -> I64:
-    """An integer column as int64, nulls as 0."""
-    return column.fill_null(0).cast(pl.Int64).to_numpy()

@@ -36,6 +36,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
+import polars as pl
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -135,3 +136,13 @@ def frozen(array: npt.ArrayLike, dtype: npt.DTypeLike) -> Any:
     view = np.ascontiguousarray(array, dtype=dtype).view()
     view.flags.writeable = False
     return view
+
+
+def int64s(column: pl.Series) -> I64:
+    """An integer column as int64 numbers for a kernel, nulls as 0 (no copy where it is
+    int64 already and has no nulls)."""
+    if column.null_count():
+        column = column.fill_null(0)
+    if column.dtype != pl.Int64:
+        column = column.cast(pl.Int64)
+    return column.to_numpy()

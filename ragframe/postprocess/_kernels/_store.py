@@ -14,7 +14,7 @@ import polars as pl
 from ragframe._arrow import string_addresses
 from ragframe.postprocess._kernels._ahead import sample
 from ragframe.postprocess._kernels._buffers import text_at
-from ragframe.postprocess._kernels._compile import I64, Bools, compiled, frozen, internal
+from ragframe.postprocess._kernels._compile import I64, Bools, compiled, frozen, int64s, internal
 from ragframe.postprocess._kernels._parts import in_parts
 
 Keys = tuple[I64, I64, I64, I64]
@@ -120,7 +120,7 @@ def _keys(entity: pl.Series, chunk: pl.Series) -> tuple[Keys, Bools, list[Any]]:
         whole = frozen((entity.is_not_null() & chunk.is_not_null()).to_numpy(), np.bool_)
     else:  # the usual case: no mask to build
         whole = frozen(np.ones(len(entity), dtype=np.bool_), np.bool_)
-    chunks = _ints(chunk)
+    chunks = int64s(chunk)
     none = np.zeros(0, dtype=np.int64)
     alive: list[Any] = []
     if entity.dtype == pl.String:
@@ -128,19 +128,9 @@ def _keys(entity: pl.Series, chunk: pl.Series) -> tuple[Keys, Bools, list[Any]]:
         keys = (none, address, length, chunks)
         alive.append(cells)
     else:
-        keys = (_ints(entity), none, none, chunks)
+        keys = (int64s(entity), none, none, chunks)
     e, a, n, k = (frozen(column, np.int64) for column in keys)
     return (e, a, n, k), whole, alive
-
-
-def _ints(column: pl.Series) -> I64:
-    """An integer column as int64 numbers, nulls as 0 (no copy where it is int64 already
-    and has no nulls)."""
-    if column.null_count():
-        column = column.fill_null(0)
-    if column.dtype != pl.Int64:
-        column = column.cast(pl.Int64)
-    return column.to_numpy()
 
 
 DENSE_SPAN = 4

@@ -25,6 +25,7 @@ from ragframe.postprocess._kernels._compile import (
     Bools,
     compiled,
     frozen,
+    int64s,
     internal,
 )
 from ragframe.postprocess._kernels._contains import contains_raw, contains_words
@@ -280,7 +281,7 @@ def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, lis
         e_address, e_length, kept = string_addresses(entity)
         alive.append(kept)
     else:
-        number = entity.fill_null(0).cast(pl.Int64).to_numpy()
+        number = int64s(entity)
         e_address, e_length = none, none
     typed = entity_type.null_count() < len(entity_type)
     if typed:
