@@ -172,13 +172,13 @@ def row_views(column: pl.Series, row: I64) -> tuple[I64, I64, list[Any]]:
         views.append(owned[1].address + VIEW_BYTES * array.offset if len(array) else 0)
         starts.append(starts[-1] + len(array))
     if not arrays:  # an empty column: every row is -1
-        starts, views, firsts = [0, 0], [0], [0]
+        starts, views, firsts, bases = [0, 0], [0], [0], [0]
     out = np.zeros((2, len(row)), dtype=np.int64)
     _row_views(
         frozen(starts, np.int64),
         frozen(views, np.int64),
         frozen(firsts, np.int64),
-        frozen(bases or [0], np.int64),
+        frozen(bases, np.int64),
         frozen(row, np.int64),
         out,
     )
