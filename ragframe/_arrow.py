@@ -192,31 +192,6 @@ def series(name: str, array: pa.Array) -> pl.Series:
     return pl.Series(_CArray(array)).alias(name)
 
 
-def total(column: pa.ChunkedArray) -> int:
-    """The sum of an Arrow integer or boolean column without nulls, read from its
-    buffers: pyarrow's ``to_numpy`` and ``compute.sum`` import pandas (where it is
-    installed) and ``pyarrow.compute``, 0.4 s of a short run.
-
-    Example:
-        >>> total(pa.chunked_array([[1, 2], [3]])), total(pa.chunked_array([[True, False]]))
-        (6, 1)
-    """
-    found = 0
-    for chunk in column.chunks:
-        if chunk.null_count:
-            raise ValueError("total() of a column with nulls")
-        if pa.types.is_boolean(chunk.type):
-            found += chunk.true_count
-        elif pa.types.is_integer(chunk.type):
-            kind = "i" if pa.types.is_signed_integer(chunk.type) else "u"
-            dtype = np.dtype(f"{kind}{chunk.type.bit_width // 8}")
-            skip = chunk.offset * dtype.itemsize
-            found += int(np.frombuffer(chunk.buffers()[1], dtype, len(chunk), skip).sum())
-        else:
-            raise TypeError(f"total() of a {chunk.type} column")
-    return found
-
-
 def strings(data: U8, begin: I64, size: I64, name: str = "") -> pl.Series:
     """A String Series of the pieces ``data[begin[i]:begin[i] + size[i]]`` of one
     buffer, in any order, sharing its memory. A buffer past :data:`VIEW_BUFFER` bytes is

@@ -21,6 +21,9 @@ function                    a partition holds                output of the parti
                                                              summary from all of them
 ==========================  ===============================  ============================
 
+:func:`postprocess_blocks` is :func:`postprocess_part` as a Polars frame (the local
+runner converts it to Arrow on its writer's thread, or writes it with Polars).
+
 A partition never splits a query: :func:`bucket` names the partition of each query (a
 hash of ``query_id``, the same on every process of one Polars version), and an engine
 that shuffles or groups by it guarantees whole queries.
@@ -65,6 +68,7 @@ __all__ = [
     "evaluate_part",
     "fetch_order",
     "fetch_part",
+    "postprocess_blocks",
     "postprocess_part",
     "sweep_part",
 ]
@@ -112,10 +116,29 @@ def postprocess_part(
         >>> postprocess_part(rows).column("text").to_pylist()
         ['a', 'b']
     """
+    return postprocess_blocks(candidates, config, chunks=chunks).to_arrow()
+
+
+def postprocess_blocks(
+    candidates: Frame,
+    config: PostprocessConfig | Mapping[str, Any] | None = None,
+    *,
+    chunks: TextSource | None = None,
+) -> pl.DataFrame:
+    """:func:`postprocess_part` as a Polars frame, for a runner that writes it with
+    Polars or converts it to Arrow where it writes (the local dataset runner: on its
+    writer's thread, off the partitions' path).
+
+    Example:
+        >>> rows = pl.DataFrame({"query_id": [1, 2], "entity_id": [7, 8],
+        ...     "chunk_index": [0, 0], "text": ["a", "b"], "similarity": [0.9, 0.8]})
+        >>> postprocess_blocks(rows)["text"].to_list()
+        ['a', 'b']
+    """
     rows = _rows(candidates)
     from ragframe.postprocess import postprocess
 
-    return postprocess(rows, config, chunks=_text(chunks, rows)).collect().to_arrow()
+    return postprocess(rows, config, chunks=_text(chunks, rows)).collect()
 
 
 def fetch_order(requests: Frame) -> pl.LazyFrame:

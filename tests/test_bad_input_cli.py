@@ -930,7 +930,7 @@ _SLOW = textwrap.dedent(
 
     stage = sys.argv.pop(1)
     if stage == "compute":  # a Polars callback that takes long, as the kernels may
-        part = _postprocess.postprocess_part
+        part = _postprocess.postprocess_blocks
         def wait(s):
             print("computing", flush=True)
             time.sleep(60)
@@ -938,7 +938,7 @@ _SLOW = textwrap.dedent(
         def slow(rows, config, chunks=None):
             rows = rows.lazy().with_columns(pl.col("query_id").map_batches(wait)).collect()
             return part(rows, config, chunks=chunks)
-        _postprocess.postprocess_part = slow
+        _postprocess.postprocess_blocks = slow
     else:  # a write that takes long, after part of the file is out
         def slow_write(df, path, fmt):
             with open(path, "wb") as handle:

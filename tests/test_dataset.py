@@ -488,7 +488,7 @@ def test_a_signal_mid_run_removes_the_parts_and_the_spill(
         import polars as pl
         from ragframe.cli import main
         from ragframe.dataset import _postprocess
-        part = _postprocess.postprocess_part
+        part = _postprocess.postprocess_blocks
         def wait(s):
             print("computing", flush=True)
             time.sleep(60)
@@ -496,7 +496,7 @@ def test_a_signal_mid_run_removes_the_parts_and_the_spill(
         def slow(rows, config, chunks=None):
             rows = rows.lazy().with_columns(pl.col("query_id").map_batches(wait)).collect()
             return part(rows, config, chunks=chunks)
-        _postprocess.postprocess_part = slow
+        _postprocess.postprocess_blocks = slow
         sys.exit(main())
         """
     )

@@ -426,29 +426,6 @@ def test_a_parquet_file_written_whole_has_a_row_group_per_half_thread(tmp_path: 
     assert io.row_group_rows(10**9) == io.ROW_GROUP_ROWS[1]
 
 
-def test_total_reads_integer_and_boolean_columns_from_their_buffers() -> None:
-    """The run's counts (characters, truncated blocks) are summed from Arrow's buffers,
-    sliced chunks and every integer width included; nulls and other types are refused."""
-    import numpy as np
-    import pyarrow as pa
-
-    from ragframe._arrow import total
-
-    rng = np.random.default_rng(3)
-    for dtype in (pa.int8(), pa.uint16(), pa.int32(), pa.int64(), pa.uint64()):
-        values = rng.integers(0, 100, 50)
-        whole = pa.array(values, dtype)
-        column = pa.chunked_array([whole.slice(3, 20), whole.slice(30), whole.slice(0, 0)])
-        assert total(column) == int(values[3:23].sum() + values[30:].sum())
-    flags = pa.array(rng.random(70) < 0.3)
-    assert total(pa.chunked_array([flags.slice(5, 40)])) == sum(flags.to_pylist()[5:45])
-    assert total(pa.chunked_array([], pa.int64())) == 0
-    with pytest.raises(ValueError, match="nulls"):
-        total(pa.chunked_array([[1, None]]))
-    with pytest.raises(TypeError, match="double"):
-        total(pa.chunked_array([[1.5]]))
-
-
 @pytest.mark.parametrize("target", ["one.parquet", "parts/"])
 def test_pieces_written_by_arrow_keep_no_statistics_of_long_text(
     tmp_path: Path, target: str
