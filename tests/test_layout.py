@@ -17,7 +17,7 @@ import pytest
 
 import ragframe
 from ragframe import cli
-from ragframe.postprocess._kernels import _ahead, _jit
+from ragframe.postprocess._kernels import _ahead, _jit, _preload
 
 PACKAGE = Path(ragframe.__file__).resolve().parent
 
@@ -450,6 +450,44 @@ def test_a_warm_postprocess_loads_no_numba_array_math(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
     loaded = ast.literal_eval(done.stdout.splitlines()[-1])
     assert not {"numba.np.arraymath", "numba.np.linalg"} & set(loaded), loaded
+
+
+def test_kernels_are_loaded_ahead_from_a_warm_cache_only(tmp_path: Path) -> None:
+    """``load_kernels_ahead`` (a dataset run's first step) loads every kernel a call
+    runs on its thread where the cache holds them all, and on an empty cache loads and
+    compiles nothing (the run compiles what it needs, as before)."""
+    ahead = (
+        "import importlib\n"
+        "from ragframe.postprocess import load_kernels_ahead\n"
+        "from ragframe.postprocess._kernels import _ahead, _preload\n"
+        "load_kernels_ahead(); load_kernels_ahead()\n"
+        "assert len(_preload._LOADING) == 1\n"
+        "_preload._LOADING[0].join()\n"
+        "files = {n: importlib.import_module(f'{_ahead.__package__}.{f}') for n, f in"
+        " _ahead.RUN_ORDER.items()}\n"
+        "print([n for n in _preload.ALWAYS if getattr(getattr(files[n], n), 'signatures', [])])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent), _ahead.SWITCH: "0"}
+    cold = {**env, _jit.CACHE_ENV: str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", ahead], cwd=tmp_path, env=cold, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+    assert "compiling" not in done.stderr
+    assert not list((tmp_path / "cache").rglob("*.nbi"))
+    data = PACKAGE.parent / "data"
+    warm_up = _command(
+        "postprocess", str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet"),
+        "-o", "blocks.parquet", "-q",
+    )  # fmt: skip
+    for code in (warm_up, ahead):
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == str(list(_preload.ALWAYS))
+    assert "compiling" not in done.stderr
 
 
 def test_the_top_level_help_gives_each_command_its_own_summary() -> None:

@@ -19,7 +19,12 @@ from ragframe.dataset._progress import Progress
 from ragframe.dataset._run import STORE_IN_MEMORY, RunSummary, arrow_schema, spill_place
 from ragframe.errors import DataError
 from ragframe.partition import postprocess_blocks
-from ragframe.postprocess import PostprocessConfig, missing_text_counts, postprocess
+from ragframe.postprocess import (
+    PostprocessConfig,
+    load_kernels_ahead,
+    missing_text_counts,
+    postprocess,
+)
 
 _ENTITY, _INDEX = c.TMP + "entity", c.TMP + "index"
 
@@ -41,6 +46,7 @@ def run(
     plan = postprocess(candidates.frame, config, chunks=store.frame if store else None)
     schema = plan.collect_schema()  # bad columns fail here, before any work
     io.check_output(destination)
+    load_kernels_ahead()  # while the store and the first partition are read
     known = row_count(candidates)  # one partition's worth or less: nothing to count
     ranges = _ranges.query_ranges(candidates.frame, rows_per_partition, known)
     texts = _texts(store, candidates.frame.collect_schema()) if store else None

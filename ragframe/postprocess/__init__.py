@@ -62,6 +62,7 @@ __all__ = [
     "OverlapMode",
     "PostprocessConfig",
     "TokenCounter",
+    "load_kernels_ahead",
     "missing_text_counts",
     "postprocess",
     "token_counter",
@@ -151,3 +152,16 @@ def missing_text_counts(candidates: Frame, chunks: Frame | None) -> pl.LazyFrame
     lf, _ = _inputs.canonical(to_lazy(candidates, "candidates"), True, False)
     store, _, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), lf.collect_schema(), False)
     return _missing.counts(_missing.missing(_texts.with_store_rows(lf, store, names)))
+
+
+def load_kernels_ahead() -> None:
+    """Start loading the compiled kernels every :func:`postprocess` call runs, from the
+    on-disk cache, on a background thread (once per process), so that a run reading
+    its input meanwhile finds them loaded: about 0.4 s saved where that reading, in
+    Polars, leaves the interpreter free. Nothing is loaded when the cache lacks any of
+    them (the first run compiles them as it needs them). Optional: every call loads
+    what it needs anyway.
+    """
+    from ragframe.postprocess._kernels import _preload
+
+    _preload.load_in_background()

@@ -17,6 +17,7 @@ _compile      the decorators: functions compiled at a kernel's first call, one s
 _jit          numba itself (imported then): options, the on-disk cache (keyed on these
               sources), the compile notice
 _ahead        a first run: the later kernels compiled in a second process meanwhile
+_preload      a warm run: the kernels loaded on a thread while the input is read
 _buffers      reading Arrow bytes in place: pointers, a row's bytes, prefetching
 _text         UTF-8: code points, Java whitespace, rule 7's normalization on the fly
 _contains     rule 3's word-bounded containment
