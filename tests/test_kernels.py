@@ -148,6 +148,22 @@ def test_ordered_in_segments_is_a_stable_lexicographic_sort_within_each_segment(
     assert got.tolist() == want.tolist()
 
 
+@given(
+    st.one_of(
+        st.lists(st.integers(-5, 40), max_size=80),  # ties and negatives: the argsort
+        st.lists(st.integers(0, 10**6), max_size=80, unique=True),  # gaps: either way
+        st.permutations(list(range(60))),  # every place: the scatter
+        st.lists(st.sampled_from([-(2**63), 2**63 - 1, 0, 7]), max_size=6),  # huge span
+    )
+)
+def test_rank_order_is_a_stable_argsort(ranks: list[int]) -> None:
+    """The walk's and the merge's order of rows by their places: a scatter where the
+    places are distinct within a small span, else numpy's stable argsort; always what
+    the stable argsort gives."""
+    rank = np.array(ranks, dtype=np.int64)
+    assert _order.rank_order(rank).tolist() == np.argsort(rank, kind="stable").tolist()
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -24,7 +24,11 @@ from ragframe._arrow import consecutive_strings, int64_lists
 from ragframe.postprocess._budget import TRUNCATE_WINDOW, within_budget
 from ragframe.postprocess._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._merge import MergeResult, Texts, merge, truncated, write_blocks
-from ragframe.postprocess._kernels._order import descending_key, ordered_in_segments
+from ragframe.postprocess._kernels._order import (
+    descending_key,
+    ordered_in_segments,
+    rank_order,
+)
 from ragframe.postprocess._texts import RowTexts, row_texts, stacked
 
 _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -62,9 +66,9 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     together, in (chunk index, ranking) order.
 
     ``c.T_RANK``, a row's place in the whole ranking, puts the rows in (query, ranking)
-    order: one stable integer sort, near-linear when the rows are nearly in that order
-    already. The sequence of rule 5 then sorts each query's rows by (entity, chunk
-    index), ties in ranking order; a group's rows share its entity, so its first
+    order: distinct places, ordered by one scatter (:func:`rank_order`). The sequence
+    of rule 5 then sorts each query's rows by (entity, chunk index), ties in ranking
+    order; a group's rows share its entity, so its first
     appearance there is its row with the least (chunk index, rank), and groups appear
     in (entity, that row) order. The order of groups matters only to rule 9's
     tie-break (:func:`_rule9_order`). ``typed=False``: every type is "", so the type
@@ -72,7 +76,7 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     rows are few, so they are ordered by a compiled sort within each query.
     """
     rank = parts[c.T_RANK].to_numpy()
-    ranked = np.argsort(rank, kind="stable") if len(rank) else np.zeros(0, dtype=np.int64)
+    ranked = rank_order(rank) if len(rank) else np.zeros(0, dtype=np.int64)
     query = parts[c.QUERY_ID].gather(pl.Series(ranked))  # text would be costly to gather
     if not query.is_sorted():  # c.T_RANK is a place in a ranking sorted by query
         raise RuntimeError("internal error: ranks out of query order in the merge kernel")

@@ -29,6 +29,7 @@ from ragframe.postprocess._kernels._compile import (
     internal,
 )
 from ragframe.postprocess._kernels._contains import contains_raw, contains_words
+from ragframe.postprocess._kernels._order import rank_order
 from ragframe.postprocess._kernels._parts import in_parts
 from ragframe.postprocess._kernels._text import (
     failure,
@@ -223,7 +224,7 @@ def walk(
     n = len(rank)
     order = np.arange(n, dtype=np.int64)
     if n > 1 and not bool((rank[1:] > rank[:-1]).all()):
-        order = np.argsort(rank, kind="stable")
+        order = rank_order(rank)
     keys, more = _walk_keys(entity, entity_type)
     inputs = (
         frozen(address, np.int64),
