@@ -68,12 +68,12 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     ``c.T_RANK``, a row's place in the whole ranking, puts the rows in (query, ranking)
     order: distinct places, ordered by one scatter (:func:`rank_order`). The sequence
     of rule 5 then sorts each query's rows by (entity, chunk index), ties in ranking
-    order; a group's rows share its entity, so its first
-    appearance there is its row with the least (chunk index, rank), and groups appear
-    in (entity, that row) order. The order of groups matters only to rule 9's
-    tie-break (:func:`_rule9_order`). ``typed=False``: every type is "", so the type
-    is no key. String keys sort by their dense rank (Polars' string order); a query's
-    rows are few, so they are ordered by a compiled sort within each query.
+    order; a group's rows share its entity, so its first appearance there is its row
+    with the least (chunk index, rank), and groups appear in (entity, that row) order.
+    The order of groups matters only to rule 9's tie-break (:func:`_rule9_order`).
+    ``typed=False``: every type is "", so the type is no key. String keys sort by their
+    dense rank (Polars' string order); a query's rows are few, so they are ordered by a
+    compiled sort within each query.
     """
     rank = parts[c.T_RANK].to_numpy()
     ranked = rank_order(rank) if len(rank) else np.zeros(0, dtype=np.int64)

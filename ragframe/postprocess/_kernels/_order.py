@@ -83,9 +83,9 @@ def rank_order(rank: I64) -> I64:
     """The rows in ascending ``rank`` order, stably (numpy's stable argsort). Distinct
     ranks within a span of :data:`SPAN_PER_ROW` slots a row (places in a ranking, as
     the walk and the merge order read them: on the benchmark's data the walk reaches
-    about a sixth of a query's places) are placed by one scatter into a table of the span, linear:
-    1M shuffled places take 29 ms against the argsort's 118 ms, the walk's 150k rows of
-    a 1M-row shuffled input 2.5 ms against 14 ms. Not compiled: whole-array numpy.
+    about a sixth of a query's places) are placed by one scatter into a table of the
+    span, linear: 1M shuffled places take 29 ms against the argsort's 118 ms, the walk's
+    150k rows of a 1M-row shuffled input 2.5 ms against 14 ms. Not compiled: numpy.
 
     Example:
         >>> import numpy as np

@@ -18,8 +18,8 @@ import threading
 from ragframe.postprocess._kernels import _ahead
 
 ALWAYS = tuple(name for name in _ahead.RUN_ORDER if name not in _ahead.ONLY_SOME_CALLS)
-"""The kernels every postprocess call runs (in characters), in the order it runs them
-(``_merge`` before ``_write``, whose sample merges first)."""
+"""The kernels every postprocess call runs (its merge in characters), in the order it
+runs them (``_merge`` before ``_write``, whose sample merges first)."""
 WAIT = 30
 """Seconds the end of the process waits for the thread, at most (it is near its end by
 then: the run's first kernel call waits for the loads)."""
