@@ -76,7 +76,7 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     compiled sort within each query.
     """
     rank = parts[c.T_RANK].to_numpy()
-    ranked = rank_order(rank) if len(rank) else np.zeros(0, dtype=np.int64)
+    ranked = rank_order(rank)
     query = parts[c.QUERY_ID].gather(pl.Series(ranked))  # text would be costly to gather
     if not query.is_sorted():  # c.T_RANK is a place in a ranking sorted by query
         raise RuntimeError("internal error: ranks out of query order in the merge kernel")

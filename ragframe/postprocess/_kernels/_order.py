@@ -85,7 +85,8 @@ def rank_order(rank: I64) -> I64:
     the walk and the merge order read them: on the benchmark's data the walk reaches
     about a sixth of a query's places) are placed by one scatter into a table of the
     span, linear: 1M shuffled places take 29 ms against the argsort's 118 ms, the walk's
-    150k rows of a 1M-row shuffled input 2.5 ms against 14 ms. Not compiled: numpy.
+    150k rows of a 1M-row shuffled input 2.5 ms against 14 ms. Rows already in order
+    (presorted input) are checked in one pass and not moved. Not compiled: numpy.
 
     Example:
         >>> import numpy as np
@@ -93,15 +94,16 @@ def rank_order(rank: I64) -> I64:
         ([1, 3, 0, 2], [1, 0, 2])
     """
     n = len(rank)
-    if n > 1:
-        low = int(rank.min())
-        span = int(rank.max()) - low + 1
-        if span <= SPAN_PER_ROW * n:
-            slot = np.full(span, -1, dtype=np.int64)
-            slot[rank - low] = np.arange(n, dtype=np.int64)
-            order = slot[slot >= 0]
-            if len(order) == n:  # distinct: no row overwrote another
-                return order
+    if n < 2 or bool((rank[1:] > rank[:-1]).all()):  # in order already (presorted input)
+        return np.arange(n, dtype=np.int64)
+    low = int(rank.min())
+    span = int(rank.max()) - low + 1
+    if span <= SPAN_PER_ROW * n:
+        slot = np.full(span, -1, dtype=np.int64)
+        slot[rank - low] = np.arange(n, dtype=np.int64)
+        order = slot[slot >= 0]
+        if len(order) == n:  # distinct: no row overwrote another
+            return order
     return np.argsort(rank, kind="stable")
 
 

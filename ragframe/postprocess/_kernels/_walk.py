@@ -222,9 +222,7 @@ def walk(
     (entity, type). Inputs reach the kernel :func:`~._compile.frozen`, outputs fresh:
     one signature whatever the caller's arrays."""
     n = len(rank)
-    order = np.arange(n, dtype=np.int64)
-    if n > 1 and not bool((rank[1:] > rank[:-1]).all()):
-        order = rank_order(rank)
+    order = rank_order(rank)
     keys, more = _walk_keys(entity, entity_type)
     inputs = (
         frozen(address, np.int64),
