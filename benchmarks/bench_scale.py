@@ -162,16 +162,16 @@ def test_scale(benchmark: Any, folder: Path, size: str, order: str) -> None:
     unsorted: list[float] = []
     out = folder / "out.parquet"
 
-    def minimal_first() -> None:
+    def timed(into: list[float], sort: bool) -> None:
         gc.collect()
         start = time.perf_counter()
-        _minimal(results, chunks, folder / "minimal.parquet")
-        paired.append(time.perf_counter() - start)
+        _minimal(results, chunks, folder / "minimal.parquet", sort=sort)
+        into.append(time.perf_counter() - start)
+
+    def minimal_first() -> None:
+        timed(paired, sort=True)
         if order == "presorted":
-            gc.collect()
-            start = time.perf_counter()
-            _minimal(results, chunks, folder / "minimal.parquet", sort=False)
-            unsorted.append(time.perf_counter() - start)
+            timed(unsorted, sort=False)
         gc.collect()
 
     rounds = ROUNDS[size]
