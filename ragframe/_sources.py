@@ -115,7 +115,35 @@ def _glob(pattern: str) -> Source:
     return Source(pattern, _one_format(files, pattern), tuple(files))
 
 
-def _directory(root: Path, shown: str) -> Source:
+def files_of(path: str | os.PathLike[str], what: str = "input") -> tuple[Path, ...]:
+    """Every file of the input ``path``, whatever its format: the file itself, the
+    files a glob matches (sorted), or those of a directory (walked in sorted order,
+    hidden names skipped, a hidden folder with files refused as :func:`resolve`
+    refuses it). Not standard input: see :func:`spool_stdin`.
+
+    Raises:
+        RagframeError: nothing there, or no file (``what`` names the input).
+    """
+    shown = os.fspath(path)
+    where = Path(path)
+    if where.is_file():
+        return (where,)
+    if where.is_dir():
+        files = walk(where, shown)
+        if not files:
+            raise RagframeError(f"{what} directory has no files: {shown}")
+        return tuple(files)
+    if _GLOB & set(shown):
+        found = sorted(Path(p) for p in glob.glob(shown, recursive=True) if Path(p).is_file())
+        if not found:
+            raise RagframeError(f"no files match {shown}; expected at least one {what} file")
+        return tuple(found)
+    raise RagframeError(f"{what} not found: {shown}; expected a file, a glob, a folder or '-'")
+
+
+def walk(root: Path, shown: str) -> list[Path]:
+    """The files under ``root``, in sorted order, hidden names (``.*``, ``_*``) skipped;
+    a hidden folder that holds files is an error (Polars would read them)."""
     files: list[Path] = []
     for folder, dirs, names in os.walk(root):
         hidden = [d for d in dirs if d.startswith(_HIDDEN)]
@@ -129,6 +157,11 @@ def _directory(root: Path, shown: str) -> Source:
                 )
         dirs[:] = sorted(d for d in dirs if d not in hidden)
         files += [Path(folder, n) for n in sorted(names) if not n.startswith(_HIDDEN)]
+    return files
+
+
+def _directory(root: Path, shown: str) -> Source:
+    files = walk(root, shown)
     if not files:
         raise RagframeError(
             f"input directory has no table files: {shown}; expected Parquet files (a "
@@ -158,8 +191,16 @@ SPOOLED: list[Path] = []
 
 
 def _stdin() -> Source:
+    tmp = spool_stdin()
+    return Source(STDIO, table_format(tmp), (tmp,))
+
+
+def spool_stdin() -> Path:
+    """Standard input copied to a temporary file (once per process; removed at exit or
+    on a signal), named with the extension of the format its first bytes say:
+    ``.parquet``, ``.arrow``, ``.jsonl`` (a first ``{``), else ``.csv`` (any text)."""
     if SPOOLED:
-        return Source(STDIO, table_format(SPOOLED[0]), (SPOOLED[0],))
+        return SPOOLED[0]
     stream: BinaryIO = sys.stdin.buffer
     head = stream.read(64)
     home = Path(tempfile.gettempdir()) / "stdin"
@@ -171,7 +212,7 @@ def _stdin() -> Source:
         shutil.copyfileobj(stream, handle, 1 << 20)
     SPOOLED.append(tmp)
     atexit.register(forget_stdin)
-    return Source(STDIO, table_format(tmp), (tmp,))
+    return tmp
 
 
 def forget_stdin() -> None:

@@ -101,7 +101,7 @@ def as_config(value: object, cls: type[C]) -> C:
 # --- input values, checked inside a plan ------------------------------------------------
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     """``"1 row"``, ``"2 rows"``, ``"2 queries"``."""
     if count == 1:
         return f"{count} {word}"
@@ -131,10 +131,10 @@ def _offenders(bad: pl.Series, values: pl.Series, keys: pl.Series | None) -> str
     """``"on 3 rows in 2 queries; first: row 4 (query_id 'q'): nan"``, vectorized."""
     rows = int(bad.sum())
     first = int(bad.arg_true()[0])
-    where = f"on {_plural(rows, 'row')}"
+    where = f"on {plural(rows, 'row')}"
     at = f"row {first}"
     if keys is not None:
-        where += f" in {_plural(keys.filter(bad).n_unique(), 'query')}"
+        where += f" in {plural(keys.filter(bad).n_unique(), 'query')}"
         at += f" ({keys.name} {keys[first]!r})"
     value = values[first]
     return f"{where}; first: {at}" + ("" if value is None else f": {value!r}")

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,8 +88,13 @@ def source(path: str | os.PathLike[str]) -> Source:
     return _sources.resolve(path)
 
 
-def scan_table(path: str | os.PathLike[str] | Source) -> pl.LazyFrame:
+def scan_table(
+    path: str | os.PathLike[str] | Source, *, strings: Sequence[str] = ()
+) -> pl.LazyFrame:
     """Lazily scan a table: a file, a glob, a directory or ``-`` (module docstring).
+
+    ``strings``: columns a CSV file's values are read as written, as strings (Polars
+    would read ``0123`` as the integer 123); other formats store their types.
 
     Raises:
         RagframeError: unknown extension, nothing found, a file Polars cannot open,
@@ -102,18 +107,21 @@ def scan_table(path: str | os.PathLike[str] | Source) -> pl.LazyFrame:
             if problem:
                 raise RagframeError(_shown(src, f"cannot read {file}: {problem}"))
     try:
-        frame = _scan(src)
+        frame = _scan(src, strings)
         frame.collect_schema()  # a corrupt footer or header fails here, naming the file
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise RagframeError(_shown(src, str(read_error(_named(src), exc)))) from exc
     return frame
 
 
-def _scan(src: Source) -> pl.LazyFrame:
+def _scan(src: Source, strings: Sequence[str] = ()) -> pl.LazyFrame:
     if src.root is not None:
         return pl.scan_parquet(src.root, hive_partitioning=True, hidden_file_prefix=[".", "_"])
     files = [str(f) for f in src.files]
-    return _SCANS[src.format](files[0] if len(files) == 1 else files)
+    where = files[0] if len(files) == 1 else files
+    if src.format == "csv" and strings:
+        return pl.scan_csv(where, schema_overrides=dict.fromkeys(strings, pl.String))
+    return _SCANS[src.format](where)
 
 
 def _named(src: Source) -> Path:
@@ -128,14 +136,18 @@ def _shown(src: Source, message: str) -> str:
     return message.replace(str(src.files[0]), "standard input")
 
 
-def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
+def read_table(
+    path: str | os.PathLike[str] | Source, *, strings: Sequence[str] = ()
+) -> pl.DataFrame:
     """Read a whole table into memory; a file that cannot be parsed is a
-    :class:`RagframeError` naming the file (and, for text formats, the line)."""
-    frame = scan_table(path)
+    :class:`RagframeError` naming the file (and, for text formats, the line).
+    ``strings``: as :func:`scan_table`."""
+    frame = scan_table(path, strings=strings)
+    shown = path.shown if isinstance(path, Source) else path
     try:
         return frame.collect()
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise read_error(path, exc) from exc
+        raise read_error(shown, exc) from exc
 
 
 # --- writing ----------------------------------------------------------------------
