@@ -36,10 +36,14 @@ if TYPE_CHECKING:
         SweepResult,
         document_ranking,
         evaluate,
+        plot_budget,
+        plot_distribution,
+        plot_pareto,
         read_qrels,
         read_run,
         summarize,
         sweep,
+        write_report,
         write_run,
     )
     from ragframe.fetch import FetchConfig, HighlightConfig, fetch, highlight, missing_documents
@@ -67,6 +71,9 @@ __all__ = [
     "fetch_dataset",
     "highlight",
     "missing_documents",
+    "plot_budget",
+    "plot_distribution",
+    "plot_pareto",
     "postprocess",
     "postprocess_dataset",
     "postprocess_reference",
@@ -75,6 +82,7 @@ __all__ = [
     "summarize",
     "sweep",
     "windows",
+    "write_report",
     "write_run",
 ]
 __version__ = "0.1.0"
@@ -82,7 +90,8 @@ __version__ = "0.1.0"
 _STAGES = {
     "ragframe.dataset": "RunSummary chunk_dataset fetch_dataset postprocess_dataset",
     "ragframe.evaluate": (
-        "SweepResult document_ranking evaluate read_qrels read_run summarize sweep write_run"
+        "SweepResult document_ranking evaluate read_qrels read_run summarize sweep write_run "
+        "plot_budget plot_distribution plot_pareto write_report"
     ),
     "ragframe.fetch": "FetchConfig HighlightConfig fetch highlight missing_documents",
     "ragframe.postprocess": "PostprocessConfig postprocess",

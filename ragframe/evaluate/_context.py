@@ -8,10 +8,12 @@ With R the number of relevant judged documents (gain > 0):
   blocks cannot hold more);
 * ``context_ndcg``: DCG over block ranks, each document's gain counted once, at its
   first block (discount log2(block_rank + 2)), / the ideal DCG over min(R, k)
-  positions, k = max_blocks when given, else the query's number of blocks;
-* ``chars_used`` (sum of ``char_count``) and ``budget_share`` (/ max_characters);
-  where the blocks have ``token_count`` (postprocess with a tokenizer), also
-  ``tokens_used`` and, given ``max_tokens``, ``token_budget_share``;
+  positions, k = max_blocks when given, else R (the ideal context holds every
+  relevant document: a context is never rewarded for being short);
+* ``chars_used`` (sum of ``char_count``); where the blocks have ``token_count``
+  (postprocess with a tokenizer), also ``tokens_used``; ``budget_share``: the share of
+  the context's budget used, in its own unit: ``chars_used / max_characters``, or
+  ``tokens_used / max_tokens`` for a context budgeted in tokens;
 * ``relevant_share``: characters of blocks of relevant documents / all characters;
   ``unjudged_share``: characters of blocks of documents without a judgement;
 * ``duplicate_chars``: characters of the source documents that more than one block
@@ -78,6 +80,13 @@ def duplicate_chars(
     return both.select(*key, (pl.col(c.T_TOTAL) - pl.col(c.T_CHARS)).alias(c.DUPLICATE_CHARS))
 
 
+def _tokens_used() -> pl.Expr:
+    """The tokens of a query's blocks; null where none of them was counted (a sweep's
+    configuration without a tokenizer, beside one with)."""
+    count = pl.col(c.TOKEN_COUNT)
+    return pl.when(count.is_not_null().any()).then(count.sum()).cast(pl.Int64)
+
+
 def _per_query(rows: pl.LazyFrame, key: list[str], tokens: bool = False) -> pl.LazyFrame:
     """The sums over each query's blocks (rows sorted by ``key`` and block rank); with
     ``tokens``, their ``token_count`` too."""
@@ -101,17 +110,9 @@ def _per_query(rows: pl.LazyFrame, key: list[str], tokens: bool = False) -> pl.L
             pl.col(c.BLOCK_RANK).filter(relevant).min().alias(c.FIRST_RELEVANT_RANK),
             pl.col(c.T_POSITION).filter(relevant).first().alias(c.FIRST_RELEVANT_OFFSET),
             pl.col(c.TRUNCATED).sum().cast(pl.Int64).alias(c.TRUNCATED_BLOCKS),
-            *([pl.col(c.TOKEN_COUNT).sum().cast(pl.Int64).alias(c.TOKENS_USED)] if tokens else []),
+            *([_tokens_used().alias(c.TOKENS_USED)] if tokens else []),
         )
     )
-
-
-def _token_metrics(max_tokens: int | str | None) -> list[pl.Expr]:
-    """``tokens_used`` and, with a token budget, ``token_budget_share``."""
-    used = pl.col(c.TOKENS_USED).fill_null(0)
-    cap = _budget(max_tokens)
-    share = [] if cap is None else [(used / cap).cast(pl.Float64).alias(c.TOKEN_BUDGET_SHARE)]
-    return [used.alias(c.TOKENS_USED), *share]
 
 
 def _budget(value: int | str | None) -> pl.Expr | None:
@@ -131,6 +132,8 @@ def context_metrics(
     by: Sequence[str] = (),
     budgets: pl.LazyFrame | None = None,
     max_tokens: int | str | None = None,
+    in_tokens: str | None = None,
+    counts_tokens: str | None = None,
 ) -> pl.LazyFrame:
     """The context metrics of every query with blocks or judgements (see the module
     docstring). ``blocks`` as ``postprocess`` gives them; ``qrels`` with gains.
@@ -138,8 +141,12 @@ def context_metrics(
     ``by``: columns of ``blocks`` that tell apart several contexts of one query (a
     sweep's configuration): every query of ``qrels`` is then reported for each value of
     ``by`` in ``budgets``, a frame keyed by ``by`` whose columns the budgets may name
-    (``max_blocks="max_blocks"``). Blocks with ``token_count`` also give the token
-    metrics (``max_tokens``: the token budget)."""
+    (``max_blocks="max_blocks"``). Blocks with ``token_count`` also give
+    ``tokens_used``. ``budget_share`` is against ``max_tokens`` when it is given (and
+    the blocks have ``token_count``), else ``max_characters``; with ``in_tokens`` (a
+    boolean column of ``budgets``), against the one each context's row names; with
+    ``counts_tokens`` (another), ``tokens_used`` is null for the contexts whose tokens
+    were not counted."""
     key = [*by, c.QUERY_ID]
     tokens = c.TOKEN_COUNT in blocks.collect_schema()
     judged = qrels.select(c.QUERY_ID, c.DOC_ID, c.GAIN, pl.lit(True).alias(c.JUDGED))
@@ -170,10 +177,11 @@ def context_metrics(
     table = queries.join(counts, on=c.QUERY_ID, how="left").join(per_query, on=key, how="left")
     if budgets is not None:
         table = table.join(budgets, on=list(by), how="left")
-    blocks_cap, chars_cap = _budget(max_blocks), _budget(max_characters)
-    k = blocks_cap if blocks_cap is not None else pl.col(c.BLOCKS).fill_null(0)
+    blocks_cap = _budget(max_blocks)
+    r = pl.col(c.N_RELEVANT).fill_null(0)
     want = table.select(
-        *key, pl.min_horizontal(pl.col(c.N_RELEVANT).fill_null(0), k).alias(c.T_POSITION)
+        *key,
+        (pl.min_horizontal(r, blocks_cap) if blocks_cap is not None else r).alias(c.T_POSITION),
     )
     ideal = want.join(ideal_dcg(qrels), on=[c.QUERY_ID, c.T_POSITION], how="left").select(
         *key, pl.col(c.T_BEST).fill_null(0.0)
@@ -181,7 +189,6 @@ def context_metrics(
     table = table.join(ideal, on=key, how="left")
     if chunks is not None:
         table = table.join(duplicate_chars(blocks, chunks, by), on=key, how="left")
-    r = pl.col(c.N_RELEVANT).fill_null(0)
     used = pl.col(c.CHARS_USED).fill_null(0)
     reached = pl.col(c.T_COUNT).fill_null(0).cast(pl.Float64)
 
@@ -194,7 +201,8 @@ def context_metrics(
         if blocks_cap is not None
         else none
     )
-    budget = (used / chars_cap).cast(pl.Float64) if chars_cap is not None else none
+    tokens_used = pl.col(c.TOKENS_USED) if tokens else None
+    budget = _share(used, tokens_used, max_characters, max_tokens, in_tokens)
     duplicates = (
         pl.col(c.DUPLICATE_CHARS).fill_null(0).cast(pl.Int64)
         if chunks is not None
@@ -209,7 +217,7 @@ def context_metrics(
         pl.col(c.BLOCKS).fill_null(0),
         used.alias(c.CHARS_USED),
         budget.alias(c.BUDGET_SHARE),
-        *(_token_metrics(max_tokens) if tokens else []),
+        *([] if tokens_used is None else [_counted(tokens_used, counts_tokens)]),
         (pl.col(c.T_TOTAL).fill_null(0) / used_or_null).alias(c.RELEVANT_SHARE),
         (pl.col(c.T_LENGTH).fill_null(0) / used_or_null).alias(c.UNJUDGED_SHARE),
         duplicates.alias(c.DUPLICATE_CHARS),
@@ -217,3 +225,32 @@ def context_metrics(
         c.FIRST_RELEVANT_OFFSET,
         pl.col(c.TRUNCATED_BLOCKS).fill_null(0),
     )
+
+
+def _counted(tokens_used: pl.Expr, counts_tokens: str | None) -> pl.Expr:
+    """``tokens_used``, 0 for a query without blocks where tokens are counted (every
+    context of :func:`ragframe.evaluate`; a sweep's with a tokenizer), else null."""
+    filled = tokens_used.fill_null(0)
+    if counts_tokens is None:
+        return filled.alias(c.TOKENS_USED)
+    return pl.when(pl.col(counts_tokens)).then(filled).alias(c.TOKENS_USED)
+
+
+def _share(
+    chars: pl.Expr,
+    tokens: pl.Expr | None,
+    max_characters: int | str | None,
+    max_tokens: int | str | None,
+    in_tokens: str | None,
+) -> pl.Expr:
+    """``budget_share``: the characters used of the character budget, or the tokens
+    used of the token budget (see :func:`context_metrics`); null without a budget."""
+    none = pl.lit(None, dtype=pl.Float64)
+    chars_cap, tokens_cap = _budget(max_characters), _budget(max_tokens)
+    of_chars = (chars / chars_cap).cast(pl.Float64) if chars_cap is not None else none
+    if tokens is None or tokens_cap is None:
+        return of_chars
+    of_tokens = (tokens.fill_null(0) / tokens_cap).cast(pl.Float64)
+    if in_tokens is None:
+        return of_tokens
+    return pl.when(pl.col(in_tokens)).then(of_tokens).otherwise(of_chars)

@@ -3,43 +3,58 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.errors import ConfigError, SchemaError
+from ragframe._validate import check_int
+from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.evaluate._context import context_metrics
+from ragframe.evaluate._ids import check_kind, meeting, met, target
 from ragframe.evaluate._lists import list_metrics, relevant_counts, relevant_documents
+from ragframe.evaluate._metrics import higher_is_better
 from ragframe.evaluate._qrels import judgements
-from ragframe.evaluate._runs import ranking_rows, relevant_ranks
+from ragframe.evaluate._runs import Ties, check_ties, ranking_rows, relevant_ranks
 
 
-def _aligned(qrels: pl.DataFrame, query: pl.DataType, doc: pl.DataType | None) -> pl.DataFrame:
-    """The qrels with ids cast to the evaluated frame's id types (integers and strings
-    meet as strings)."""
-    casts = []
-    for name, dtype in ((c.QUERY_ID, query), (c.DOC_ID, doc)):
-        if dtype is None or qrels.schema[name] == dtype:
-            continue
-        if dtype.is_integer() and qrels.schema[name].is_integer():
-            casts.append(pl.col(name).cast(dtype))
-        elif dtype == pl.String:
-            casts.append(pl.col(name).cast(pl.String))
-        else:
-            raise SchemaError(
-                f"qrels: column '{name}' has type {qrels.schema[name]} but the evaluated "
-                f"frame's has {dtype}; expected the same kind (integers or strings)"
-            )
-    return qrels.with_columns(casts)
-
-
-def _ks(k: int | Sequence[int]) -> list[int]:
-    ks = [k] if isinstance(k, int) else list(k)
-    if not ks or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in ks):
+def _ks(k: object) -> list[int]:
+    """The cutoffs: a positive integer or a non-empty list of them."""
+    values = [k] if isinstance(k, numbers.Integral) else k
+    listed = isinstance(values, Sequence | np.ndarray) and not isinstance(values, str | bytes)
+    if not listed or not len(values) or not all(map(_cutoff, values)):  # type: ignore[arg-type]
         raise ConfigError(f"k must be a positive integer or a list of them, got {k!r}")
-    return sorted(set(ks))
+    return sorted({int(v) for v in values})  # type: ignore[union-attr]
+
+
+def _cutoff(value: object) -> bool:
+    integral = isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+    return integral and int(value) >= 1  # type: ignore[call-overload]
+
+
+def _budgets(
+    max_blocks: object, max_characters: object, max_tokens: object, blocks: bool
+) -> dict[str, int | None]:
+    """The context's budgets, checked (each None or an integer >= 1; characters or
+    tokens, not both; only with blocks)."""
+    found: dict[str, int | None] = {}
+    for name, value in (
+        ("max_blocks", max_blocks),
+        ("max_characters", max_characters),
+        ("max_tokens", max_tokens),
+    ):
+        found[name] = None if value is None else check_int(name, value, 1)
+        if value is not None and not blocks:
+            raise ConfigError(f"{name} is a budget of the context's blocks; no blocks given")
+    if found["max_characters"] is not None and found["max_tokens"] is not None:
+        raise ConfigError(
+            "max_characters and max_tokens: budget_share is against one budget; give the "
+            "one the context was cut to (max_tokens for blocks budgeted in tokens)"
+        )
+    return found
 
 
 def evaluate(
@@ -51,35 +66,52 @@ def evaluate(
     max_blocks: int | None = None,
     max_characters: int | None = None,
     chunks: Any = None,
+    max_tokens: int | None = None,
+    ties: Ties = "input",
 ) -> pl.LazyFrame:
     """Metrics per query: list metrics of the ranked ``candidates`` (documents ranked by
     their best chunk's score, see :func:`ragframe.evaluate.document_ranking`) and
-    context metrics of the postprocess ``blocks`` (SPEC section 4).
+    context metrics of the ``blocks`` (SPEC section 4).
 
     Every query of ``qrels``, ``candidates`` and ``blocks`` has a row. ``judged`` says
     whether it has judgements: a judged query without candidates or blocks scores 0;
     an unjudged one has null metrics and is not averaged (:func:`summarize` counts it).
+    Ids meet as :mod:`ragframe.evaluate._ids` says: as they are when of one kind; an
+    integer id matches exactly the string that writes it, and a string id that writes
+    no integer plainly (``"0123"``, ``"d1"``) against integer ids is an error.
 
     Args:
         qrels: judgements (anything :func:`ragframe.read_qrels` reads; a frame with a
             ``gain`` column is used as it is).
         candidates: retrieved chunks (postprocess input) or a run (``query_id, doc_id,
             score``) for the list metrics.
-        blocks: postprocess output for the context metrics.
+        blocks: postprocess output for the context metrics, or fetch output (it has
+            ``content``): then the content is measured, the text the LLM receives
+            (``char_count`` is its length; blocks are in ``block_rank`` order, else
+            ``rank`` order; a block is truncated when its strategy is
+            ``truncated_fallback``; no ``duplicate_chars`` or ``tokens_used``).
         k: the cutoffs of the list metrics (``ndcg@k``, ``recall@k``, ``precision@k``,
             ``hit@k``); ``map`` and ``mrr`` use the whole ranking.
-        max_blocks: the context's block budget (capped recall, context nDCG depth).
+        max_blocks: the context's block budget (capped recall; the depth of
+            ``context_ndcg``'s ideal, else every relevant document).
         max_characters: the context's character budget (``budget_share``).
         chunks: the chunk store with ``start_char``/``end_char``, for
             ``duplicate_chars``.
+        max_tokens: the context's token budget, for blocks budgeted in tokens (they
+            have ``token_count``): ``budget_share`` is then ``tokens_used / max_tokens``.
+        ties: documents of equal score ranked by first appearance (``"input"``) or as
+            trec_eval ranks them (``"trec_eval"``: by document id, descending, as text).
 
     Returns:
         A LazyFrame, one row per query: ``query_id, n_relevant, judged``, then the list
         metrics and the context metrics asked for.
 
     Raises:
-        ConfigError: neither ``candidates`` nor ``blocks`` is given, or a bad ``k``.
+        ConfigError: neither ``candidates`` nor ``blocks`` is given, a bad ``k``, a
+            budget that is not an integer >= 1, both budgets, a budget or ``chunks``
+            without blocks, ``chunks`` with fetch output, or a bad ``ties``.
         SchemaError: a required column is missing or has the wrong type.
+        DataError: ids that cannot meet (see above), when collected.
 
     Example:
         >>> import polars as pl
@@ -93,37 +125,37 @@ def evaluate(
             "evaluate needs candidates (list metrics) or blocks (context metrics); got neither"
         )
     ks = _ks(k)
+    check_ties(ties)
+    budgets = _budgets(max_blocks, max_characters, max_tokens, blocks is not None)
+    if chunks is not None and blocks is None:
+        raise ConfigError("chunks give the blocks' duplicate_chars; no blocks given")
     judged = judgements(qrels)
+    rows = ranking_rows(candidates, ties) if candidates is not None else None
+    context = context_blocks(blocks, chunks, budgets["max_tokens"]) if blocks is not None else None
+    given = [(f, n) for f, n in ((rows, c.DOC_ID), (context, c.ENTITY_ID)) if f is not None]
+    judged, frames = meet_ids(judged, given, "candidates" if rows is not None else "blocks")
     parts: list[pl.LazyFrame] = []
     ids: list[pl.LazyFrame] = []
-    if candidates is not None:
-        rows = ranking_rows(candidates)
-        schema = rows.collect_schema()
-        aligned = _aligned(judged, schema[c.QUERY_ID], schema[c.DOC_ID])
-        found = relevant_ranks(rows, relevant_documents(aligned))
-        parts.append(list_metrics(found, aligned.lazy(), ks).drop(c.N_RELEVANT))
+    if rows is not None:
+        rows = frames.pop(0)
+        found = relevant_ranks(rows, relevant_documents(judged))
+        parts.append(list_metrics(found, judged.lazy(), ks).drop(c.N_RELEVANT))
         ids.append(found.select(c.QUERY_ID))
-    if blocks is not None:
-        lf = c.to_lazy(blocks, "blocks")
-        schema = lf.collect_schema()
-        needed = [c.QUERY_ID, c.BLOCK_RANK, c.ENTITY_ID, c.CHAR_COUNT, c.TRUNCATED]
-        c.require_columns(schema, needed, "blocks")
-        aligned = _aligned(judged, schema[c.QUERY_ID], schema[c.ENTITY_ID])
+    if context is not None:
+        context = frames.pop(0)
         store = None if chunks is None else _store(chunks)
         parts.append(
             context_metrics(
-                lf,
-                aligned.lazy(),
-                max_blocks=max_blocks,
-                max_characters=max_characters,
+                context,
+                judged.lazy(),
+                max_blocks=budgets["max_blocks"],
+                max_characters=budgets["max_characters"],
+                max_tokens=budgets["max_tokens"],
                 chunks=store,
             )
         )
-        ids.append(lf.select(c.QUERY_ID))
-    query_type = ids[0].collect_schema()[c.QUERY_ID]
-    counts = relevant_counts(_aligned(judged, query_type, None).lazy()).with_columns(
-        pl.lit(True).alias(c.JUDGED)
-    )
+        ids.append(context.select(c.QUERY_ID))
+    counts = relevant_counts(judged.lazy()).with_columns(pl.lit(True).alias(c.JUDGED))
     everyone = pl.concat([counts.select(c.QUERY_ID), *ids], how="vertical").unique(
         maintain_order=True
     )
@@ -133,6 +165,87 @@ def evaluate(
     for part in parts:
         table_out = table_out.join(part, on=c.QUERY_ID, how="left")
     return scored(table_out, [c.QUERY_ID])
+
+
+def meet_ids(
+    qrels: pl.DataFrame, frames: list[tuple[pl.LazyFrame, str]], what: str
+) -> tuple[pl.DataFrame, list[pl.LazyFrame]]:
+    """The judgements and the evaluated frames (each with its document column) with
+    ids of one type per column (:mod:`ragframe.evaluate._ids`): the frames' own when
+    the kinds agree, integers where one side has integers."""
+    schemas = [f.collect_schema() for f, _ in frames]
+    query = target([*(s[c.QUERY_ID] for s in schemas), qrels.schema[c.QUERY_ID]])
+    doc = target(
+        [*(s[n] for s, (_, n) in zip(schemas, frames, strict=True)), qrels.schema[c.DOC_ID]]
+    )
+    judged = qrels.with_columns(
+        met(qrels[c.QUERY_ID], query, "qrels", f"the {what}' query_id"),
+        met(qrels[c.DOC_ID], doc, "qrels", f"the {what}' document ids"),
+    )
+    out = []
+    for (frame, name), schema in zip(frames, schemas, strict=True):
+        out.append(
+            frame.with_columns(
+                meeting(c.QUERY_ID, query, schema[c.QUERY_ID], what, "the qrels' query_id"),
+                meeting(name, doc, schema[name], what, "the qrels' doc_id"),
+            )
+        )
+    return judged, out
+
+
+def context_blocks(blocks: Any, chunks: Any, max_tokens: int | None) -> pl.LazyFrame:
+    """The blocks context metrics read, checked: postprocess output as it is, fetch
+    output (``content``) as the content it sends (see :func:`evaluate`)."""
+    lf = c.to_lazy(blocks, "blocks")
+    schema = lf.collect_schema()
+    if c.CONTENT in schema:
+        return _fetched(lf, schema, chunks)
+    needed = [c.QUERY_ID, c.BLOCK_RANK, c.ENTITY_ID, c.CHAR_COUNT, c.TRUNCATED]
+    c.require_columns(schema, needed, "blocks")
+    for name in (c.BLOCK_RANK, c.CHAR_COUNT):
+        c.require_kind(schema, name, ["int"], "blocks")
+    c.require_kind(schema, c.TRUNCATED, ["bool"], "blocks")
+    for name in (c.QUERY_ID, c.ENTITY_ID):
+        check_kind(schema, name, "blocks")
+    if chunks is not None:
+        c.require_columns(schema, [c.CHUNK_INDEXES], "blocks (for duplicate_chars)")
+    if max_tokens is not None:
+        c.require_columns(schema, [c.TOKEN_COUNT], "blocks (budgeted in tokens)")
+    return lf
+
+
+def _fetched(lf: pl.LazyFrame, schema: pl.Schema, chunks: Any) -> pl.LazyFrame:
+    """Fetch output as blocks of the content it sends."""
+    if chunks is not None:
+        raise ConfigError(
+            "chunks with fetch output: the chunk store's offsets are the blocks', not the "
+            "fetched content's; leave chunks out (fetch output has no duplicate_chars)"
+        )
+    doc = c.ENTITY_ID if c.ENTITY_ID in schema else c.DOC_ID
+    order = c.BLOCK_RANK if c.BLOCK_RANK in schema else c.RANK
+    c.require_columns(schema, [c.QUERY_ID, doc, order, c.CONTENT], "blocks (fetch output)")
+    c.require_kind(schema, c.CONTENT, ["string"], "blocks (fetch output)")
+    c.require_kind(schema, order, ["int"], "blocks (fetch output)")
+    for name in (c.QUERY_ID, doc):
+        check_kind(schema, name, "blocks (fetch output)")
+    position = (
+        pl.col(c.BLOCK_RANK)
+        if order == c.BLOCK_RANK
+        else pl.col(c.RANK).rank("ordinal").over(c.QUERY_ID).cast(pl.Int64) - 1
+    )
+    if c.STRATEGY in schema:
+        truncated = pl.col(c.STRATEGY) == c.TRUNCATED_FALLBACK
+    elif c.TRUNCATED in schema:
+        truncated = pl.col(c.TRUNCATED)
+    else:
+        truncated = pl.lit(False)
+    return lf.select(
+        c.QUERY_ID,
+        position.alias(c.BLOCK_RANK),
+        pl.col(doc).alias(c.ENTITY_ID),
+        pl.col(c.CONTENT).str.len_chars().fill_null(0).cast(pl.Int64).alias(c.CHAR_COUNT),
+        truncated.fill_null(False).alias(c.TRUNCATED),
+    )
 
 
 def scored(table: pl.LazyFrame, key: Sequence[str]) -> pl.LazyFrame:
@@ -154,17 +267,22 @@ def evaluate_contexts(
 ) -> pl.DataFrame:
     """The context metrics of many contexts of the same queries at once (a sweep's):
     ``blocks`` has a ``config`` column, ``settings`` one row per config with its
-    ``max_blocks`` and ``max_characters``. Every judged query is reported for every
-    config, as :func:`evaluate` reports it."""
-    schema = blocks.collect_schema()
-    aligned = _aligned(qrels, schema[c.QUERY_ID], schema[c.ENTITY_ID]).lazy()
+    ``max_blocks``, ``max_characters`` and ``max_tokens``, whether it is budgeted in
+    tokens (:data:`IN_TOKENS`) and counts them (:data:`COUNTS_TOKENS`). Every judged
+    query is reported for every config, as :func:`evaluate` reports it."""
+    judged, (met_blocks,) = meet_ids(qrels, [(blocks, c.ENTITY_ID)], "candidates")
+    aligned = judged.lazy()
     by = [c.CONFIG]
-    budgets = settings.lazy().select(c.CONFIG, "max_blocks", "max_characters")
+    names = ["max_blocks", "max_characters", "max_tokens", IN_TOKENS, COUNTS_TOKENS]
+    budgets = settings.lazy().select(c.CONFIG, *names)
     table = context_metrics(
-        blocks,
+        met_blocks,
         aligned,
         max_blocks="max_blocks",
         max_characters="max_characters",
+        max_tokens="max_tokens",
+        in_tokens=IN_TOKENS,
+        counts_tokens=COUNTS_TOKENS,
         chunks=None if chunks is None else _store(chunks),
         by=by,
         budgets=budgets,
@@ -178,17 +296,24 @@ def evaluate_contexts(
     return scored(ordered, [c.CONFIG, c.QUERY_ID]).collect()
 
 
+IN_TOKENS, COUNTS_TOKENS = c.TMP + "in_tokens", c.TMP + "counts_tokens"
+"""A sweep's settings: whether a configuration's budget counts tokens, and whether its
+blocks have token counts (a tokenizer)."""
+
+
 def _store(chunks: Any) -> pl.LazyFrame:
     """The chunk store's offsets, ``doc_id`` named so (``entity_id`` accepted)."""
     store = c.to_lazy(chunks, "chunks")
     names = store.collect_schema()
     if c.ENTITY_ID in names and c.DOC_ID not in names:
         store = store.rename({c.ENTITY_ID: c.DOC_ID})
-    c.require_columns(store.collect_schema(), [c.DOC_ID, c.START_CHAR, c.END_CHAR], "chunks")
+    needed = [c.DOC_ID, c.CHUNK_INDEX, c.START_CHAR, c.END_CHAR]
+    c.require_columns(store.collect_schema(), needed, "chunks")
     return store
 
 
 _NULLABLE = {
+    c.TOKENS_USED,
     c.CONTEXT_RECALL_CAPPED,
     c.BUDGET_SHARE,
     c.RELEVANT_SHARE,
@@ -203,12 +328,35 @@ block) rather than 0."""
 
 def summarize(per_query: Any) -> pl.DataFrame:
     """One row: ``queries``, ``judged``, ``unjudged``, and each metric's mean over the
-    judged queries (as :func:`evaluate` gives them)."""
+    judged queries (as :func:`evaluate` gives them; a column that is not a metric,
+    :mod:`ragframe.evaluate._metrics`, is not averaged).
+
+    Raises:
+        SchemaError: ``per_query`` lacks ``query_id`` or a boolean ``judged``, or holds
+            several configurations of a sweep (its ``config`` column).
+        DataError: a query has more than one row.
+    """
     frame = c.to_lazy(per_query, "per_query").collect()
     c.require_columns(frame.schema, [c.QUERY_ID, c.JUDGED], "per_query")
-    skip = (c.QUERY_ID, c.N_RELEVANT)
-    metrics = [n for n, dt in frame.schema.items() if dt.is_numeric() and n not in skip]
-    judged = frame.filter(pl.col(c.JUDGED))
+    c.require_kind(frame.schema, c.JUDGED, ["bool"], "per_query")
+    if c.CONFIG in frame.columns and frame[c.CONFIG].n_unique() > 1:
+        raise SchemaError(
+            "per_query holds several configurations of a sweep (its config column); "
+            "summarize one configuration's rows, or read the sweep's summary"
+        )
+    repeated = frame[c.QUERY_ID].is_duplicated()
+    if repeated.any():
+        first = int(repeated.arg_true()[0])
+        raise DataError(
+            f"per_query: {int(repeated.sum())} rows share a query_id; first: row {first}: "
+            f"{frame[c.QUERY_ID][first]!r}; expected one row per query (evaluate's output)"
+        )
+    metrics = [
+        n
+        for n, dt in frame.schema.items()
+        if (dt.is_numeric() or dt == pl.Null) and higher_is_better(n) is not None
+    ]
+    judged = frame.filter(pl.col(c.JUDGED).fill_null(False))
     counts = {
         "queries": frame.height,
         "judged": judged.height,

@@ -14,7 +14,8 @@ from typing import Any
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.errors import RagframeError
+from ragframe.errors import ConfigError, RagframeError
+from ragframe.evaluate._metrics import check_metric
 from ragframe.evaluate._result import HIGH, LOW, PARETO, SweepResult
 from ragframe.io import write_atomically
 
@@ -34,14 +35,32 @@ def _label(row: dict[str, Any], names: tuple[str, ...]) -> str:
     return ", ".join(f"{n}={row[n]}" for n in names) or "all"
 
 
+def _checked(result: object, metric: object, what: str, per_query: bool = False) -> str:
+    """The metric a plot of ``result`` shows (its sweep's own by default), checked."""
+    if not isinstance(result, SweepResult):
+        raise ConfigError(
+            f"{what} needs a SweepResult (what ragframe.sweep returns), got {type(result).__name__}"
+        )
+    table = result.per_query if per_query else result.summary
+    return check_metric(result.metric if metric is None else metric, table.columns, what)
+
+
 def plot_budget(
     result: SweepResult, metric: str | None = None, budget: str = "max_characters"
 ) -> tuple[Any, pl.DataFrame]:
     """``metric`` (mean and 95% interval) against the ``budget`` parameter, one line per
-    combination of the other parameters. Returns the figure and its tidy frame."""
-    name = metric or result.metric
-    if budget not in result.parameters:
-        raise RagframeError(f"{budget!r} does not vary in this sweep; varied: {result.parameters}")
+    combination of the other parameters. Returns the figure and its tidy frame.
+
+    Raises:
+        ConfigError: ``result`` is not a sweep's, ``metric`` is not one of its metrics,
+            or ``budget`` does not vary in it.
+    """
+    name = _checked(result, metric, "plot_budget: metric")
+    if not isinstance(budget, str) or budget not in result.parameters:
+        raise ConfigError(
+            f"plot_budget: budget {budget!r} does not vary in this sweep; varied: "
+            f"{list(result.parameters)}"
+        )
     others = tuple(p for p in result.parameters if p != budget)
     tidy = result.summary.select(c.CONFIG, *result.parameters, name, name + LOW, name + HIGH).sort(
         *others, budget
@@ -64,8 +83,9 @@ def plot_budget(
 
 
 def plot_pareto(result: SweepResult, metric: str | None = None) -> tuple[Any, pl.DataFrame]:
-    """Every configuration's mean ``metric`` against its mean cost, the front joined."""
-    name = metric or result.metric
+    """Every configuration's mean ``metric`` against its mean cost, the front joined
+    (the front is the sweep's own: of its ``metric`` against its ``cost``)."""
+    name = _checked(result, metric, "plot_pareto: metric")
     tidy = result.summary.select(c.CONFIG, *result.parameters, result.cost, name, PARETO)
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.5))
@@ -84,7 +104,7 @@ def plot_pareto(result: SweepResult, metric: str | None = None) -> tuple[Any, pl
 
 def plot_distribution(result: SweepResult, metric: str | None = None) -> tuple[Any, pl.DataFrame]:
     """Per-query values of ``metric`` per configuration (box plots), judged queries."""
-    name = metric or result.metric
+    name = _checked(result, metric, "plot_distribution: metric", per_query=True)
     tidy = result.per_query.filter(pl.col(c.JUDGED)).select(c.CONFIG, c.QUERY_ID, name)
     order = result.summary[c.CONFIG].to_list()
     groups = [tidy.filter(pl.col(c.CONFIG) == k)[name].drop_nulls().to_list() for k in order]
@@ -106,10 +126,15 @@ def _png(figure: Any) -> str:
 
 
 def write_report(result: SweepResult, path: str | os.PathLike[str]) -> None:
-    """A self-contained HTML report (plots inline) of a sweep, written atomically."""
+    """A self-contained HTML report (plots inline) of a sweep, written atomically: the
+    metric against the budget that varies (characters, else tokens), the Pareto front,
+    the per-query distributions, and the summary table."""
+    _checked(result, None, "write_report")
     figures = [plot_pareto(result)[0], plot_distribution(result)[0]]
-    if "max_characters" in result.parameters:
-        figures.insert(0, plot_budget(result)[0])
+    for budget in ("max_characters", "max_tokens"):
+        if budget in result.parameters:
+            figures.insert(0, plot_budget(result, budget=budget)[0])
+            break
     images = "".join(f'<p><img src="data:image/png;base64,{_png(f)}"></p>' for f in figures)
     shown = result.summary.with_columns(pl.col(pl.Float64).round(4))
     head = "".join(f"<th>{html.escape(n)}</th>" for n in shown.columns)

@@ -12,7 +12,7 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.errors import ConfigError
+from ragframe.evaluate._metrics import check_metric, higher_is_better
 from ragframe.evaluate._stats import bootstrap_cis, holm, pareto_front, randomization_ps, t_test_p
 
 LOW, HIGH = "_low", "_high"
@@ -30,16 +30,19 @@ class SweepResult:
     Attributes:
         per_query: one row per (configuration, query): ``config``, the parameters, then
             :func:`ragframe.evaluate` 's columns.
-        summary: one row per configuration, best ``metric`` first: ``config``, the
+        summary: one row per configuration, best ``metric`` first (the highest, or
+            the lowest where lower is better): ``config``, the
             parameters, ``judged`` queries, each metric's mean with its 95% bootstrap
             interval (``<metric>_low``/``_high``), for ``metric`` the paired tests
             against the baseline (``p_t`` and ``p_randomization``, and both
             Holm-corrected across the other configurations: ``p_holm``,
             ``p_randomization_holm``; null for the baseline itself) and whether it is on
-            the Pareto front of ``metric`` against ``cost`` (``pareto``).
+            the Pareto front of ``metric`` against ``cost`` (``pareto``: no other
+            configuration is at least as good at no more cost, and better in one).
         parameters: the names of the parameters that vary.
         metric: the metric the tests and the front are about.
-        cost: what the front weighs it against (``chars_used`` by default).
+        cost: what the front weighs it against (the budgets' unit by default:
+            ``chars_used``, or ``tokens_used`` when every configuration counts tokens).
         baseline: the baseline's ``config`` number.
     """
 
@@ -51,16 +54,23 @@ class SweepResult:
     baseline: int
 
     def best(self, metric: str | None = None) -> pl.DataFrame:
-        """The configuration with the highest mean ``metric`` (one row of the summary)."""
-        name = metric or self.metric
-        if name not in self.summary.columns:
-            raise ConfigError(f"no metric {name!r} in the sweep; have {self.summary.columns}")
-        return self.summary.sort([name, c.CONFIG], descending=[True, False]).head(1)
+        """The configuration with the best mean ``metric`` (one row of the summary):
+        the highest, or the lowest for a metric where lower is better
+        (:mod:`ragframe.evaluate._metrics`); ties go to the lower ``config``."""
+        name = check_metric(metric or self.metric, self.summary.columns, "best: metric")
+        return ranked(self.summary, name).head(1)
 
     @property
     def pareto(self) -> pl.DataFrame:
         """The configurations on the Pareto front, cheapest first."""
         return self.summary.filter(pl.col(PARETO)).sort(self.cost)
+
+
+def ranked(summary: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """``summary`` best ``metric`` first (its direction), ties by ``config``, missing
+    means last."""
+    higher = bool(higher_is_better(metric))
+    return summary.sort([metric, c.CONFIG], descending=[higher, False], nulls_last=True)
 
 
 def summarize_sweep(
@@ -117,8 +127,12 @@ def summarize_sweep(
         adjusted = np.full(table.height, np.nan)
         adjusted[tested] = holm(table[raw].to_numpy()[tested].astype(np.float64))
         table = table.with_columns(pl.Series(corrected, adjusted).fill_nan(None))
-    front = pareto_front(table[metric].fill_null(np.nan).to_numpy(), table[cost].to_numpy())
+    gain = table[metric].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    spent = table[cost].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    sign = 1.0 if higher_is_better(metric) else -1.0  # the front maximizes its gain
+    known = ~(np.isnan(gain) | np.isnan(spent))
+    front = pareto_front(sign * gain, spent) & known
     table = table.with_columns(pl.Series(PARETO, front))
     params = per_query.select(c.CONFIG, *parameters).unique(c.CONFIG, maintain_order=True)
     ordered = params.join(table, on=c.CONFIG, how="inner")
-    return ordered.sort([metric, c.CONFIG], descending=[True, False], nulls_last=True)
+    return ranked(ordered, metric)

@@ -13,23 +13,26 @@ run per configuration.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.errors import ConfigError
-from ragframe.evaluate._evaluate import evaluate_contexts
+from ragframe.errors import ConfigError, DataError
+from ragframe.evaluate._evaluate import COUNTS_TOKENS, IN_TOKENS, evaluate_contexts
+from ragframe.evaluate._metrics import check_cost, check_metric
 from ragframe.evaluate._qrels import judgements
 from ragframe.evaluate._result import SweepResult, summarize_sweep
 from ragframe.postprocess import PostprocessConfig
 from ragframe.postprocess import _stages as stages
 
 Grid = Mapping[str, Sequence[Any]] | Sequence[PostprocessConfig]
-_BUDGETS = ("max_blocks", "max_characters")
+_BUDGETS = ("max_blocks", "max_characters", "max_tokens")
 DEFAULT_METRICS = (
     c.CONTEXT_RECALL,
     c.CONTEXT_NDCG,
@@ -37,37 +40,116 @@ DEFAULT_METRICS = (
     c.CHARS_USED,
     c.DUPLICATE_CHARS,
 )
-_MERGE_FIELDS = ("max_chunk_gap", "max_merged_block_characters", "overlap")
-_BUDGET_FIELDS = ("max_blocks", "max_characters")
 
 
 def configurations(grid: Grid) -> tuple[list[PostprocessConfig], tuple[str, ...]]:
     """The configurations of ``grid`` (a mapping of parameter -> values, every
     combination in order; or a list of configs) and the names of the parameters that
-    vary among them."""
+    vary among them. A parameter's values are a list (or tuple, range, array); a single
+    value (a number, a string) is a list of one.
+
+    Raises:
+        ConfigError: an unknown parameter, no values, values of the wrong kind (a set, a
+            mapping), or a value the config refuses.
+    """
     fields = [f.name for f in dataclasses.fields(PostprocessConfig)]
     if isinstance(grid, Mapping):
-        unknown = sorted(set(grid) - set(fields))
+        unknown = [name for name in grid if name not in fields]
         if unknown:
             raise ConfigError(
-                f"sweep grid: unknown parameters {unknown}; expected some of {fields}"
+                f"sweep grid: unknown parameters {unknown!r}; expected some of {fields}"
             )
         names = list(grid)
-        values = [list(v) if not isinstance(v, str) else [v] for v in grid.values()]
-        if any(not v for v in values):
+        values = [_values(name, value) for name, value in grid.items()]
+        if not names or any(not v for v in values):
             raise ConfigError("sweep grid: every parameter needs at least one value")
-        configs = [
-            PostprocessConfig(**dict(zip(names, combo, strict=True)))
-            for combo in itertools.product(*values)
-        ]
-    else:
+        configs = []
+        for combo in itertools.product(*values):
+            try:
+                configs.append(PostprocessConfig(**dict(zip(names, combo, strict=True))))
+            except ConfigError as exc:
+                raise ConfigError(f"sweep grid: {exc}") from None
+    elif isinstance(grid, Sequence) and not isinstance(grid, str):
         configs = list(grid)
         if not configs or not all(isinstance(x, PostprocessConfig) for x in configs):
             raise ConfigError(
                 "sweep grid: expected a mapping of parameters or a list of PostprocessConfig"
             )
+    else:
+        raise ConfigError(
+            "sweep grid: expected a mapping of parameters to values or a list of "
+            f"PostprocessConfig, got {type(grid).__name__}"
+        )
     varied = tuple(name for name in fields if len({getattr(x, name) for x in configs}) > 1)
     return configs, varied
+
+
+def _values(name: str, value: object) -> list[Any]:
+    """A grid parameter's values: a list of them, or one value as a list of one."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        return [value]
+    if isinstance(value, Mapping | set | frozenset):
+        raise ConfigError(
+            f"sweep grid: {name!r} must be a list of values, got a {type(value).__name__} "
+            f"({value!r}); a list keeps the order of the configurations"
+        )
+    return [v.item() if isinstance(v, np.generic) else v for v in value]
+
+
+def default_cost(configs: Sequence[PostprocessConfig]) -> str:
+    """What a sweep's Pareto front weighs against by default: the unit its budgets
+    count, ``tokens_used`` when every configuration is budgeted in tokens, else
+    ``chars_used``."""
+    tokens = all(x.length == "tokens" for x in configs)
+    return c.TOKENS_USED if configs and tokens else c.CHARS_USED
+
+
+def sweep_metrics(configs: Sequence[PostprocessConfig]) -> list[str]:
+    """The metric columns a sweep of ``configs`` has (``tokens_used`` only when every
+    configuration counts tokens: a tokenizer)."""
+    counted = bool(configs) and all(x.counter is not None for x in configs)
+    return [n for n in _CONTEXT_METRICS if n != c.TOKENS_USED or counted]
+
+
+_CONTEXT_METRICS = (
+    c.CONTEXT_RECALL,
+    c.CONTEXT_RECALL_CAPPED,
+    c.CONTEXT_NDCG,
+    c.BLOCKS,
+    c.CHARS_USED,
+    c.BUDGET_SHARE,
+    c.TOKENS_USED,
+    c.RELEVANT_SHARE,
+    c.UNJUDGED_SHARE,
+    c.DUPLICATE_CHARS,
+    c.FIRST_RELEVANT_RANK,
+    c.FIRST_RELEVANT_OFFSET,
+    c.TRUNCATED_BLOCKS,
+)
+
+
+def chosen(
+    configs: Sequence[PostprocessConfig],
+    metric: object,
+    cost: object,
+    metrics: object,
+) -> tuple[str, str, list[str]]:
+    """The sweep's ``metric``, ``cost`` (None: :func:`default_cost`) and ``metrics``,
+    checked against the columns the sweep has, before any work."""
+    have = sweep_metrics(configs)
+    asked = [metric, cost, *(metrics if isinstance(metrics, Sequence) else [])]
+    why = ""
+    if c.TOKENS_USED not in have and c.TOKENS_USED in asked:
+        why = " (tokens_used needs every configuration to count tokens: a tokenizer)"
+    try:
+        name = check_metric(metric, have, "sweep: metric")
+        against = check_cost(default_cost(configs) if cost is None else cost, have, "sweep: cost")
+        if isinstance(metrics, str) or not isinstance(metrics, Sequence):
+            raise ConfigError(f"sweep: metrics must be a list of metric names, got {metrics!r}")
+        listed = [check_metric(m, have, "sweep: metrics") for m in metrics]
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}{why}") from None
+    return name, against, list(dict.fromkeys([name, against, *listed]))
 
 
 def _key(config: PostprocessConfig, names: Sequence[str]) -> tuple[Any, ...]:
@@ -82,9 +164,10 @@ def sweep(
     chunks: Any = None,
     baseline: int | PostprocessConfig | None = None,
     metric: str = c.CONTEXT_RECALL,
-    cost: str = c.CHARS_USED,
+    cost: str | None = None,
     metrics: Sequence[str] = DEFAULT_METRICS,
     seed: int = 0,
+    progress: bool | None = False,
 ) -> SweepResult:
     """Run every configuration of ``grid`` over the same candidates and evaluate each.
 
@@ -96,23 +179,35 @@ def sweep(
         chunks: the chunk store (also gives ``duplicate_chars`` its offsets).
         baseline: the configuration the others are tested against (its number in
             grid order, or the config itself; default: the first).
-        metric: the metric of the tests and the Pareto front.
-        cost: what the front weighs ``metric`` against.
+        metric: the metric of the tests, the ranking and the Pareto front; which way
+            is better is the metric's own (:mod:`ragframe.evaluate._metrics`:
+            ``duplicate_chars`` or ``first_relevant_rank``, lower).
+        cost: what the front weighs ``metric`` against (``chars_used``,
+            ``tokens_used``, ``blocks`` or ``budget_share``); default: the unit the
+            budgets count, ``tokens_used`` when every configuration is budgeted in
+            tokens, else ``chars_used``.
         metrics: the metrics summarized (means and intervals); ``metric`` and ``cost``
             are always among them.
         seed: seeds the bootstrap and the randomization test.
+        progress: a progress bar over the configurations (``tqdm``; None: shown on a
+            terminal or in a notebook; the default, False: none).
 
     Returns:
         A :class:`~ragframe.evaluate.SweepResult`.
 
     Raises:
-        ConfigError: an unknown parameter, a bad value, or a baseline not in the grid.
+        ConfigError: an unknown parameter, a bad value, a baseline not in the grid, or
+            a ``metric``, ``cost`` or ``metrics`` entry that is not one of the sweep's
+            metrics (``query_id``, ``judged``, a parameter are not).
+        DataError: no query is judged.
     """
     configs, varied = configurations(grid)
     base = baseline_number(configs, baseline)
-    per_query = sweep_rows(candidates, configs, varied, judgements(qrels), chunks=chunks)
+    metric, cost, wanted = chosen(configs, metric, cost, metrics)
+    judged = judgements(qrels)
+    per_query = sweep_rows(candidates, configs, varied, judged, chunks=chunks, progress=progress)
     return sweep_result(
-        per_query, varied, base, metric=metric, cost=cost, metrics=metrics, seed=seed
+        per_query, varied, base, metric=metric, cost=cost, metrics=wanted, seed=seed
     )
 
 
@@ -123,6 +218,7 @@ def sweep_rows(
     judged: pl.DataFrame,
     *,
     chunks: Any = None,
+    progress: bool | None = False,
 ) -> pl.DataFrame:
     """The per-(configuration, query) rows of a sweep (:attr:`SweepResult.per_query`):
     what :func:`sweep` summarizes, and what each partition of a distributed sweep gives
@@ -132,29 +228,59 @@ def sweep_rows(
     selected: dict[tuple[Any, ...], pl.DataFrame] = {}
     merged: dict[tuple[Any, ...], pl.DataFrame] = {}
     contexts = []
-    for number, config in enumerate(configs):  # per configuration (tens), never per row
-        pkey = _key(config, stages.PREPARE_FIELDS)
-        if pkey not in prepared:
-            prepared[pkey] = stages.prepare(candidates, chunks, config)
-        ready = prepared[pkey]
-        skey = pkey + _key(config, stages.SELECT_FIELDS)
-        if skey not in selected:
-            selected[skey] = stages.finish(ready, stages.select(ready, config)).collect()
-        mkey = skey + _key(config, stages.MERGE_FIELDS)
-        if mkey not in merged:
-            merged[mkey] = stages.merge(ready, selected[skey].lazy(), config).collect()
-        blocks = stages.budget(merged[mkey].lazy(), config, ready.passthrough)
-        contexts.append(blocks.with_columns(pl.lit(number, dtype=pl.Int64).alias(c.CONFIG)))
-    parameters = varied or ("top_k",)
-    settings = pl.DataFrame(
-        [
-            {c.CONFIG: i, **{p: getattr(x, p) for p in {*parameters, *_BUDGETS}}}
-            for i, x in enumerate(configs)
-        ]
-    )
-    everything = pl.concat(contexts, how="diagonal_relaxed")  # token_count: tokens only
-    per_query = evaluate_contexts(everything, judged, settings, store)
+    with _bar(len(configs), progress) as bar:
+        for number, config in enumerate(configs):  # per configuration (tens), never per row
+            pkey = _key(config, stages.PREPARE_FIELDS)
+            if pkey not in prepared:
+                prepared[pkey] = stages.prepare(candidates, chunks, config)
+            ready = prepared[pkey]
+            skey = pkey + _key(config, stages.SELECT_FIELDS)
+            if skey not in selected:
+                selected[skey] = stages.finish(ready, stages.select(ready, config)).collect()
+            mkey = skey + _key(config, stages.MERGE_FIELDS)
+            if mkey not in merged:
+                merged[mkey] = stages.merge(ready, selected[skey].lazy(), config).collect()
+            blocks = stages.budget(merged[mkey].lazy(), config, ready.passthrough)
+            contexts.append(blocks.with_columns(pl.lit(number, dtype=pl.Int64).alias(c.CONFIG)))
+            bar.update(1)
+        parameters = varied or ("top_k",)
+        settings = pl.DataFrame([_settings(i, x, parameters) for i, x in enumerate(configs)])
+        everything = pl.concat(contexts, how="diagonal_relaxed")  # token_count: tokens only
+        per_query = evaluate_contexts(everything, judged, settings, store)
+        bar.update(1)
     return settings.select(c.CONFIG, *parameters).join(per_query, on=c.CONFIG)
+
+
+def _settings(number: int, config: PostprocessConfig, parameters: Sequence[str]) -> dict[str, Any]:
+    """A configuration's row of the settings :func:`evaluate_contexts` reads."""
+    row: dict[str, Any] = {c.CONFIG: number}
+    row.update({p: getattr(config, p) for p in {*parameters, *_BUDGETS}})
+    row[IN_TOKENS] = config.length == "tokens"
+    row[COUNTS_TOKENS] = config.counter is not None
+    return row
+
+
+@contextlib.contextmanager
+def _bar(configs: int, shown: bool | None) -> Iterator[Any]:
+    """A progress bar (``tqdm``) over the configurations, and one more step: the
+    evaluation of them all. ``shown``: None on a terminal or in a notebook."""
+    if shown is False:
+        yield _NoBar()
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=configs + 1, desc="sweep", unit="step", disable=None if shown is None else False
+    )
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+class _NoBar:
+    def update(self, steps: int) -> None:
+        """Nothing to show."""
 
 
 def sweep_result(
@@ -172,9 +298,19 @@ def sweep_result(
     sorted by configuration and query): the summary is computed here, on all rows."""
     parameters = varied or ("top_k",)
     wanted = list(dict.fromkeys([metric, cost, *metrics]))
-    missing = [m for m in wanted if m not in per_query.columns]
-    if missing:
-        raise ConfigError(f"sweep: unknown metrics {missing}; have {per_query.columns}")
+    for name in wanted:
+        check_metric(name, per_query.columns, "sweep: metrics")
+    check_cost(cost, per_query.columns, "sweep: cost")
+    if not per_query[c.JUDGED].any():
+        queries = per_query[c.QUERY_ID].n_unique()
+        raise DataError(
+            f"sweep: no query is judged ({queries} queries in the candidates, none in the "
+            "qrels); expected judgements of at least one of them"
+        )
+    if cost == c.TOKENS_USED and per_query[c.TOKENS_USED].is_null().any():
+        raise ConfigError(
+            "sweep: cost 'tokens_used' needs every configuration to count tokens (a tokenizer)"
+        )
     summary = summarize_sweep(
         per_query,
         parameters,
