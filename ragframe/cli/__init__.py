@@ -145,7 +145,8 @@ def _run(argv: Sequence[str] | None) -> int:
     started = time.perf_counter()
     summary = runner(args)
     summary["seconds"] = f"{time.perf_counter() - started:.3f}"
-    to_stdout = getattr(args, "output", None) == STDIO  # the output itself goes there
+    data = (getattr(args, "output", None), getattr(args, "summary", None))
+    to_stdout = STDIO in data  # a table goes there: standard output is for data only
     _print_summary(f"ragframe {args.command}", summary, sys.stderr if to_stdout else sys.stdout)
     return 0
 

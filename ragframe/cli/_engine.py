@@ -15,7 +15,7 @@ from ragframe import io
 from ragframe import schema as c
 from ragframe.cli._common import integer
 from ragframe.cli._options import config_from_args
-from ragframe.distributed._inputs import parquet_files, require
+from ragframe.distributed._inputs import parquet_files, refuse_hive, require
 from ragframe.errors import ConfigError, RagframeError
 
 if TYPE_CHECKING:
@@ -56,6 +56,11 @@ def on_engine(args: argparse.Namespace) -> bool:
         raise ConfigError("--ray-address is for --engine ray")
     if args.partitions is not None and args.partitions < 1:
         raise ConfigError(f"--partitions must be >= 1, got {args.partitions}")
+    if args.partitions is not None and args.engine == "local":
+        raise ConfigError(
+            "--partitions is for --engine dask or ray (the local engine sizes its "
+            "partitions by --rows-per-partition where it has them)"
+        )
     return bool(args.engine != "local")
 
 
@@ -107,11 +112,14 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def _parquet(path: str | None, what: str) -> str | None:
-    """An engine input: a Parquet file, folder or glob (other formats: run locally)."""
+    """An engine input: a Parquet file, folder or glob (other formats: run locally), not
+    a hive dataset (its columns live in folder names, which the engines do not read)."""
     if path is not None and not (
         os.path.isdir(path) or path.endswith((".parquet", ".pq")) or "*" in path
     ):
         raise ConfigError(f"{what} {path}: an engine reads Parquet (a file, folder or glob)")
+    if path is not None:
+        refuse_hive(path, what)
     return path
 
 
@@ -178,36 +186,42 @@ def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     return {"rows": out.height, **per, "output": args.output}
 
 
-def _evaluate(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
+def evaluate_on_engine(args: argparse.Namespace, qrels: Any) -> Any:
+    """``ragframe evaluate`` on ``args.engine``: the per-query table."""
     import polars as pl
-
-    from ragframe.evaluate import read_qrels, summarize
 
     if args.candidates:
         raise ConfigError(
             "--candidates with --engine: evaluate the blocks and the ranking in two runs"
         )
+    _check_inputs(args, "evaluate")
     source = _parquet(args.input, "INPUT")
     assert source is not None
-    is_blocks = c.BLOCK_RANK in pl.read_parquet_schema(parquet_files(source)[0])
-    per_query = engine.evaluate(
-        read_qrels(args.qrels, gain=args.gain, split=args.split),
-        **{"blocks" if is_blocks else "candidates": source},
-        k=args.k,
-        max_blocks=args.max_blocks,
-        max_characters=args.max_characters,
-        chunks=args.chunks,
-        partitions=args.partitions,
-    )
-    io.write_table(per_query, args.output)
-    means = summarize(per_query)
-    if args.summary:
-        io.write_table(means, args.summary)
-    table = {
-        k: v if isinstance(v, int) or v is None else f"{v:.4f}"
-        for k, v in means.row(0, named=True).items()
+    schema = pl.read_parquet_schema(parquet_files(source)[0])
+    is_blocks = c.BLOCK_RANK in schema or c.CONTENT in schema
+    options: dict[str, Any] = {
+        "max_blocks": args.max_blocks,
+        "max_characters": args.max_characters,
+        "max_tokens": args.max_tokens,
+        "chunks": args.chunks,
     }
-    return {**table, "output": args.output}
+    if not is_blocks:
+        options = {"k": args.k or [10], "ties": args.ties or "input"}
+        unused = [
+            o for o in ("max_blocks", "max_characters", "max_tokens", "chunks") if getattr(args, o)
+        ]
+        if unused:
+            option = "--" + unused[0].replace("_", "-")
+            raise ConfigError(f"{option} is for the context metrics of blocks; INPUT is a ranking")
+    elif args.k is not None or args.ties is not None:
+        raise ConfigError("--k and --ties are for a ranking's list metrics; INPUT is blocks")
+    with _cluster(args) as engine:
+        return engine.evaluate(
+            qrels,
+            **{"blocks" if is_blocks else "candidates": source},
+            **options,
+            partitions=args.partitions,
+        )
 
 
 def sweep_on_engine(args: argparse.Namespace, grid: Any, qrels: Any) -> SweepResult:
@@ -221,6 +235,7 @@ def sweep_on_engine(args: argparse.Namespace, grid: Any, qrels: Any) -> SweepRes
             chunks=args.chunks,
             baseline=args.baseline,
             metric=args.metric,
+            cost=args.cost,
             partitions=args.partitions,
         )
     return result
@@ -229,5 +244,4 @@ def sweep_on_engine(args: argparse.Namespace, grid: Any, qrels: Any) -> SweepRes
 _RUNS: dict[str, Callable[[Any, argparse.Namespace], dict[str, Any]]] = {
     "postprocess": _postprocess,
     "fetch": _fetch,
-    "evaluate": _evaluate,
 }

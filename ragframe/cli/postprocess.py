@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ragframe.cli._common import (
@@ -81,6 +82,12 @@ def run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
     if on_engine(args):
         return run_on_engine(args, "postprocess")
     config = config_from_args(PostprocessConfig, args)
+    if config.tokenizer is not None and config.length == "chars":
+        print(
+            "warning: --tokenizer without --length tokens: the budgets count characters; "
+            "the tokenizer only adds token_count to the blocks",
+            file=sys.stderr,
+        )
     sources = [args.results, *([args.chunks] if args.chunks else [])]
     with one_line_errors(*sources):
         run = postprocess_dataset(

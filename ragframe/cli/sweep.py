@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+from ragframe import _atomic, io
 from ragframe import schema as c
-from ragframe.cli._common import add_command, collect, write
+from ragframe.cli._common import (
+    OUTPUT_FORMATS,
+    add_command,
+    collect,
+    one_line_errors,
+    output_format,
+    progress,
+)
 from ragframe.cli._engine import add_engine_options, on_engine, sweep_on_engine
-from ragframe.cli.evaluate import _gain
+from ragframe.cli.evaluate import add_qrels_options, read_judgements
 from ragframe.errors import ConfigError, RagframeError
 from ragframe.evaluate._result import HIGH, LOW, P_HOLM, PARETO
-from ragframe.io import scan_table
 
 EPILOG = """\
 GRID is a TOML file of postprocess parameters and their values; every combination runs:
@@ -26,8 +34,18 @@ GRID is a TOML file of postprocess parameters and their values; every combinatio
 
 OUTDIR receives per_query.parquet (one row per configuration and query) and
 summary.parquet (one row per configuration, best first), and report.html with
---report (needs matplotlib: pip install 'ragframe[plot]').
+--report (needs matplotlib: pip install 'ragframe[plot]'). The folder is written whole:
+into a temporary folder beside it, renamed into place when complete (an existing
+OUTDIR is replaced only when it holds nothing but a previous sweep's files). With
+-o -, the summary goes to standard output (--format) and the table to standard error.
+
+--metric ranks the settings, each metric in its own direction (context_recall: higher
+is better; duplicate_chars, chars_used, first_relevant_rank: lower); it must be one of
+the sweep's metrics. The Pareto front weighs it against --cost (default: tokens_used
+when every setting is budgeted in tokens, else chars_used).
 """
+FILES = ("per_query.parquet", "summary.parquet", "report.html")
+"""What OUTDIR holds after a sweep."""
 
 
 def read_grid(path: str) -> dict[str, list[Any]]:
@@ -37,11 +55,16 @@ def read_grid(path: str) -> dict[str, list[Any]]:
             document = tomllib.load(handle)
     except FileNotFoundError:
         raise RagframeError(f"grid file not found: {path}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except IsADirectoryError:
+        raise RagframeError(f"grid {path} is a directory; expected a TOML file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise RagframeError(f"cannot read grid {path}: {exc}") from None
     grid = document.get("grid", document)
     if not isinstance(grid, dict) or not grid:
         raise ConfigError(f"grid {path}: expected parameter = [values, ...] entries")
+    for name, value in grid.items():
+        if isinstance(value, dict):
+            raise ConfigError(f"grid {path}: {name} is a table; expected a value or a list")
     return {name: value if isinstance(value, list) else [value] for name, value in grid.items()}
 
 
@@ -55,82 +78,161 @@ def add_sweep(sub: Any) -> None:
         "sharing each step among the settings it does not depend on, evaluate each "
         "against the judgements, and rank the settings by --metric with bootstrap "
         "intervals, paired tests against the baseline (Holm-corrected) and the Pareto "
-        "front against the characters used.",
+        "front against the characters (or tokens) used.",
         epilog=EPILOG,
     )
     p.add_argument("results", metavar="RESULTS", help="candidate chunks, one row per chunk")
     p.add_argument("--chunks", metavar="CHUNKS", help="chunk store (text and offsets)")
-    p.add_argument("--qrels", required=True, metavar="QRELS", help="relevance judgements")
-    p.add_argument("--gain", type=_gain, metavar="G:V,...", help="grade to gain mapping")
+    add_qrels_options(p)
     p.add_argument("--grid", required=True, metavar="GRID", help="TOML file of settings")
     p.add_argument("--metric", default=c.CONTEXT_RECALL, help="ranks the settings")
+    p.add_argument(
+        "--cost",
+        help="what the Pareto front weighs --metric against (chars_used, "
+        "tokens_used, blocks, budget_share)",
+    )
     p.add_argument("--baseline", type=int, default=0, metavar="N", help="config number")
     p.add_argument("--report", action="store_true", help="also write OUTDIR/report.html")
-    p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output folder")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUTDIR",
+        help="output folder, written whole (see below); or '-': the summary to standard output",
+    )
+    p.add_argument(
+        "--format",
+        dest="output_format",
+        choices=list(OUTPUT_FORMATS),
+        default="jsonl",
+        help="the format of '-o -' (standard output; default: jsonl)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_engine_options(p)
     p.set_defaults(run=run_sweep)
 
 
+def check_folder(path: str, report: bool) -> Path | None:
+    """OUTDIR can be written (before any work): new, empty or a previous sweep's;
+    None for standard output."""
+    if path == io.STDIO:
+        if report:
+            raise ConfigError("--report writes OUTDIR/report.html; -o - has no folder")
+        return None
+    out = Path(os.path.realpath(path))
+    if out.exists() and not out.is_dir():
+        raise RagframeError(f"output {path} exists and is not a folder; expected a folder")
+    if out.is_dir():
+        other = [e.name for e in sorted(out.iterdir()) if not e.name.startswith(".")]
+        other = [n for n in other if n not in FILES]
+        if other:
+            raise RagframeError(
+                f"cannot write {path}: the folder holds other files than a sweep's "
+                f"({other[0]}); expected a new or empty folder, or a previous sweep's "
+                f"output ({', '.join(FILES)}), which is replaced"
+            )
+    folder = _atomic.first_existing(out.parent)
+    if not folder.is_dir():
+        raise RagframeError(f"cannot write {path}: {folder} is not a directory")
+    _atomic.probe(folder, out, path)
+    return out
+
+
 def run_sweep(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``sweep``; print the best settings."""
-    from ragframe.evaluate import read_qrels
-
     grid = read_grid(args.grid)
-    out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise RagframeError(f"output {os.fspath(out)} exists and is not a folder")
-    qrels = read_qrels(args.qrels, gain=args.gain)
+    out = check_folder(args.output, args.report)
+    qrels = read_judgements(args)
     result = sweep_on_engine(args, grid, qrels) if on_engine(args) else _local(args, grid, qrels)
-    write(result.per_query, os.fspath(out / "per_query.parquet"))
-    write(result.summary, os.fspath(out / "summary.parquet"))
-    if args.report:
-        from ragframe.evaluate import write_report
-
-        write_report(result, out / "report.html")
-    _print_table(result.summary, result.parameters, args.metric)
+    if out is None:
+        io.write_table(result.summary, io.STDIO, fmt=output_format(args))
+    else:
+        _write_folder(result, out, args.output, args.report)
+    _print_table(result, sys.stderr if out is None else sys.stdout)
     best = result.best().row(0, named=True)
     return {
         "configurations": result.summary.height,
         "queries judged": int(best["judged"]),
         "best": ", ".join(f"{p}={best[p]}" for p in result.parameters),
-        f"best {args.metric}": f"{best[args.metric]:.4f}",
-        "output": os.fspath(out),
+        f"best {result.metric}": _shown(best[result.metric]),
+        "output": args.output,
     }
+
+
+def _write_folder(result: Any, out: Path, shown: str, report: bool) -> None:
+    """The sweep's files into a temporary folder beside ``out``, then renamed into
+    place in one step: a failure or a signal leaves the old folder (or none), never
+    a half-new one."""
+    tmp = _atomic.new_directory(out)
+    try:
+        io.write_table(result.per_query, tmp / FILES[0])
+        io.write_table(result.summary, tmp / FILES[1])
+        if report:
+            from ragframe.evaluate import write_report
+
+            write_report(result, tmp / FILES[2])
+        _atomic.commit_directory(tmp, out)
+    except OSError as exc:
+        _atomic.remove(tmp)
+        raise RagframeError(f"cannot write {shown}: {exc.strerror or exc}") from None
+    except BaseException:
+        _atomic.remove(tmp)
+        raise
 
 
 def _local(args: argparse.Namespace, grid: dict[str, list[Any]], qrels: Any) -> Any:
     from ragframe.evaluate import sweep
 
-    results = scan_table(args.results)
-    chunks = scan_table(args.chunks) if args.chunks else None
+    strings = [c.QUERY_ID, c.DOC_ID, c.ENTITY_ID]
+    with one_line_errors(args.results):
+        results = io.scan_table(args.results, strings=strings)
+    chunks = None
+    if args.chunks:
+        with one_line_errors(args.chunks):
+            chunks = io.scan_table(args.chunks, strings=strings)
     (candidates,) = collect(lambda: [results], args.results)
     store = None
     if chunks is not None:
         (store,) = collect(lambda: [chunks], args.chunks)
-    result = sweep(
-        candidates, grid, qrels, chunks=store, baseline=args.baseline, metric=args.metric
-    )
-    return result
+    with one_line_errors(*[s for s in (args.results, args.chunks) if s]):
+        return sweep(
+            candidates,
+            grid,
+            qrels,
+            chunks=store,
+            baseline=args.baseline,
+            metric=args.metric,
+            cost=args.cost,
+            progress=progress(args),
+        )
 
 
-def _print_table(summary: Any, parameters: tuple[str, ...], metric: str, rows: int = 10) -> None:
+def _shown(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _print_table(result: Any, to: TextIO, rows: int = 10) -> None:
     """The best ``rows`` settings: parameters, metric with interval, cost, tests."""
-    head = [c.CONFIG, *parameters, metric, "95% interval", c.CHARS_USED, P_HOLM, PARETO]
+    summary, metric, cost = result.summary, result.metric, result.cost
+    head = [c.CONFIG, *result.parameters, metric, "95% interval", cost, P_HOLM, PARETO]
     lines = [head]
     for row in summary.head(rows).iter_rows(named=True):
+        low, high = row[metric + LOW], row[metric + HIGH]
+        interval = "-" if low is None or high != high else f"[{low:.4f}, {high:.4f}]"
         lines.append(
             [
                 str(row[c.CONFIG]),
-                *(str(row[p]) for p in parameters),
-                f"{row[metric]:.4f}",
-                f"[{row[metric + LOW]:.4f}, {row[metric + HIGH]:.4f}]",
-                f"{row[c.CHARS_USED]:.0f}",
+                *(str(row[p]) for p in result.parameters),
+                _shown(row[metric]),
+                interval,
+                "-" if row[cost] is None else f"{row[cost]:.4g}",
                 "-" if row[P_HOLM] is None else f"{row[P_HOLM]:.3g}",
                 "yes" if row[PARETO] else "",
             ]
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     for line in lines:
-        print("  ".join(value.rjust(width) for value, width in zip(line, widths, strict=True)))
+        values = zip(line, widths, strict=True)
+        print("  ".join(value.rjust(width) for value, width in values), file=to)
     if summary.height > rows:
-        print(f"({summary.height - rows} more in summary.parquet)")
+        print(f"({summary.height - rows} more in the summary)", file=to)

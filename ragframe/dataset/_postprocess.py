@@ -27,6 +27,16 @@ from ragframe.postprocess import (
 )
 
 _ENTITY, _INDEX = c.TMP + "entity", c.TMP + "index"
+COUNTS = (
+    "queries",
+    "candidates",
+    "missing_text_candidates",
+    "missing_text_queries",
+    "blocks",
+    "characters",
+    "truncated",
+)
+"""What :attr:`RunSummary.counts` holds for postprocess (0 each for an empty input)."""
 
 Texts = Callable[[pl.DataFrame], pl.DataFrame]
 """A partition's candidates -> the store rows they need, in store order."""
@@ -52,7 +62,7 @@ def run(
     texts = _texts(store, candidates.frame.collect_schema()) if store else None
     direct = _ranges.filtered_scans_fit(candidates, ranges)
     parts = len(ranges.bounds)
-    totals: Counter[str] = Counter()
+    totals: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))  # all of them, even for no rows
     with (
         _reader(candidates, ranges, destination, direct) as read,
         io.open_output(destination, arrow_schema(schema), fmt=fmt, pieces=parts) as sink,

@@ -76,6 +76,7 @@ def parquet_files(source: Source) -> list[str]:
     items = [source] if isinstance(source, str | os.PathLike) else list(source)
     files: list[str] = []
     for item in [os.fspath(i) for i in items]:
+        refuse_hive(item)
         if Path(item).is_dir():
             files += sorted(
                 glob.glob(os.path.join(glob.escape(item), "**", "*.parquet"), recursive=True)
@@ -91,6 +92,24 @@ def parquet_files(source: Source) -> list[str]:
             f"no Parquet files in {[os.fspath(i) for i in items]}; expected a file, folder or glob"
         )
     return files
+
+
+def refuse_hive(source: PathLike, what: str = "input") -> None:
+    """Raise unless the folder ``source`` (anything else passes) is free of hive
+    partitions (``key=value`` folders): an engine reads each Parquet file as it is, so
+    the columns those folder names hold would be lost."""
+    root = Path(source)
+    if not root.is_dir():
+        return
+    for folder, dirs, _ in os.walk(root):
+        hive = sorted(d for d in dirs if "=" in d and not d.startswith((".", "_")))
+        if hive:
+            raise RagframeError(
+                f"{what} {os.fspath(source)} is a hive dataset ({Path(folder, hive[0])}): an "
+                "engine reads each Parquet file as it is, without the columns its folder "
+                "names hold; write the input without partition folders, or run locally "
+                "(--engine local reads hive partitions)"
+            )
 
 
 def parquet_rows(files: Sequence[str]) -> list[int]:

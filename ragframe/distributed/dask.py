@@ -55,7 +55,8 @@ from ragframe.distributed._inputs import (
 )
 from ragframe.evaluate import SweepResult
 from ragframe.evaluate._qrels import judgements
-from ragframe.evaluate._sweep import DEFAULT_METRICS, Grid, configurations
+from ragframe.evaluate._runs import Ties
+from ragframe.evaluate._sweep import DEFAULT_METRICS, Grid, chosen, configurations
 from ragframe.fetch import FetchConfig
 from ragframe.postprocess import PostprocessConfig
 
@@ -152,6 +153,8 @@ def evaluate(
     max_blocks: int | None = None,
     max_characters: int | None = None,
     chunks: Any = None,
+    max_tokens: int | None = None,
+    ties: Ties = "input",
     partitions: int | None = None,
     client: Any = None,
     retries: int = 2,
@@ -164,7 +167,13 @@ def evaluate(
     run = Run(client, retries)
     judged = judgements(qrels)
     _, shuffled, _n = candidates_by_query(run, source, partitions)
-    options = {"k": k, "max_blocks": max_blocks, "max_characters": max_characters}
+    options = {
+        "k": k,
+        "max_blocks": max_blocks,
+        "max_characters": max_characters,
+        "max_tokens": max_tokens,
+        "ties": ties,
+    }
     offsets = offsets_of(chunks)
     empty_offsets = None if offsets is None else offsets.slice(0, 0)
     empty = t.schema(shuffled).empty_table()
@@ -186,7 +195,7 @@ def sweep(
     chunks: Any = None,
     baseline: int | PostprocessConfig | None = None,
     metric: str = c.CONTEXT_RECALL,
-    cost: str = c.CHARS_USED,
+    cost: str | None = None,
     metrics: Sequence[str] = DEFAULT_METRICS,
     seed: int = 0,
     partitions: int | None = None,
@@ -198,6 +207,7 @@ def sweep(
     (:func:`ragframe.partition.sweep_part`), the summary computed on the driver from all
     of them by the single-machine code; equal to ``ragframe.sweep(...)``."""
     configs, _ = configurations(grid)
+    metric, cost, metrics = chosen(configs, metric, cost, metrics)
     run = Run(client, retries)
     judged = judgements(qrels)
     keyed, shuffled, n = candidates_by_query(run, candidates, partitions)

@@ -53,7 +53,8 @@ from ragframe.distributed._ray_run import (
 )
 from ragframe.evaluate import SweepResult
 from ragframe.evaluate._qrels import judgements
-from ragframe.evaluate._sweep import DEFAULT_METRICS, Grid, configurations
+from ragframe.evaluate._runs import Ties
+from ragframe.evaluate._sweep import DEFAULT_METRICS, Grid, chosen, configurations
 from ragframe.fetch import FetchConfig
 from ragframe.postprocess import PostprocessConfig
 
@@ -160,6 +161,8 @@ def evaluate(
     max_blocks: int | None = None,
     max_characters: int | None = None,
     chunks: Any = None,
+    max_tokens: int | None = None,
+    ties: Ties = "input",
     partitions: int | None = None,
     retries: int = 3,
 ) -> pl.DataFrame:
@@ -169,7 +172,13 @@ def evaluate(
     source, is_blocks = one_input(candidates, blocks)
     judged = judgements(qrels)
     keyed, _ = candidates_by_query(source, partitions)
-    options = {"k": k, "max_blocks": max_blocks, "max_characters": max_characters}
+    options = {
+        "k": k,
+        "max_blocks": max_blocks,
+        "max_characters": max_characters,
+        "max_tokens": max_tokens,
+        "ties": ties,
+    }
     offsets = offsets_of(chunks)
     empty_offsets = None if offsets is None else offsets.slice(0, 0)
     parts.evaluate_piece(keyed.empty(), judged, is_blocks, options, empty_offsets)
@@ -201,7 +210,7 @@ def sweep(
     chunks: Any = None,
     baseline: int | PostprocessConfig | None = None,
     metric: str = c.CONTEXT_RECALL,
-    cost: str = c.CHARS_USED,
+    cost: str | None = None,
     metrics: Sequence[str] = DEFAULT_METRICS,
     seed: int = 0,
     partitions: int | None = None,
@@ -211,6 +220,7 @@ def sweep(
     """:func:`ragframe.sweep` on Ray (see :func:`ragframe.distributed.dask.sweep`)."""
     ray = ray_module()
     configs, _ = configurations(grid)
+    metric, cost, metrics = chosen(configs, metric, cost, metrics)
     judged = judgements(qrels)
     keyed, n = candidates_by_query(candidates, partitions)
     shared, side, empty_store = chunk_side(chunks, keyed, n, broadcast)

