@@ -229,10 +229,14 @@ def test_qrels_from_trec_and_beir_files(tmp_path: Path) -> None:
     trec.write_text("1 0 d1 2\n1\t0  d2 -1\n\n2 0 d1 0\n")
     table = read_qrels(trec)
     assert table.select("query_id", "doc_id", "relevance", "gain").rows() == [
-        (1, "d1", 2, 2.0),
-        (1, "d2", -1, 0.0),
-        (2, "d1", 0, 0.0),
+        ("1", "d1", 2, 2.0),  # ids as written: strings
+        ("1", "d2", -1, 0.0),
+        ("2", "d1", 0, 0.0),
     ]
+    numbers = tmp_path / "numbers.txt"
+    numbers.write_text("01 0 0123 1\n1 0 5 1\n")
+    assert read_qrels(numbers)["doc_id"].to_list() == ["0123", "5"]
+    assert read_qrels(numbers, ids="integers").rows() == [(1, 123, 1, 1.0), (1, 5, 1, 1.0)]
     beir = tmp_path / "beir"
     (beir / "qrels").mkdir(parents=True)
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tc1\t1\n")
@@ -271,7 +275,7 @@ def test_bad_arguments_are_clear_errors() -> None:
     with pytest.raises(SchemaError, match="missing column 'relevance'"):
         evaluate(qrels.drop("relevance"), candidates=run)
     strings = run.with_columns(pl.col("doc_id").cast(pl.String))
-    with pytest.raises(SchemaError, match="same kind"):
+    with pytest.raises(SchemaError, match="expected integer or string ids"):
         evaluate(qrels, candidates=strings.with_columns(pl.col("query_id").cast(pl.Float64)))
 
 

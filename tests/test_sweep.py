@@ -11,7 +11,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import ragframe
-from ragframe.errors import ConfigError
+from ragframe.errors import ConfigError, DataError
 from ragframe.evaluate import SweepResult, evaluate, sweep
 from ragframe.evaluate._sweep import configurations
 from tests.conftest import require_cranfield
@@ -32,11 +32,13 @@ def _alone(
 ) -> pl.DataFrame:
     """One configuration's per-query rows without the sweep: postprocess, then evaluate."""
     blocks = ragframe.postprocess(results, config, chunks=chunks)
+    tokens = config.length == "tokens"  # the budget in its own unit
     return evaluate(
         qrels,
         blocks=blocks,
         max_blocks=config.max_blocks,
-        max_characters=config.max_characters,
+        max_characters=None if tokens else config.max_characters,
+        max_tokens=config.max_tokens if tokens else None,
         chunks=chunks,
     ).collect()
 
@@ -126,7 +128,7 @@ def test_grids_and_their_errors() -> None:
     qrels = pl.DataFrame({"query_id": [1], "doc_id": [1], "relevance": [1]})
     with pytest.raises(ConfigError, match="baseline must be"):
         sweep(results, {"top_k": [1, 2]}, qrels, baseline=5)
-    with pytest.raises(ConfigError, match="unknown metrics"):
+    with pytest.raises(ConfigError, match="no metric 'ndcg@10' here"):
         sweep(results, {"top_k": [1, 2]}, qrels, metric="ndcg@10")
 
 
@@ -163,3 +165,151 @@ def _has_matplotlib() -> bool:
     except ImportError:
         return False
     return True
+
+
+# --- issue 25: directions, token budgets, the folder written whole, the CLI's options --
+
+SMALL = pl.DataFrame(
+    {
+        "query_id": [1, 1, 1, 2, 2],
+        "entity_id": [7, 7, 3, 9, 4],
+        "chunk_index": [0, 1, 0, 0, 0],
+        "start_char": [0, 300, 0, 0, 0],
+        "end_char": [400, 700, 400, 400, 400],
+        "text": ["alpha beta gamma", "gamma delta", "zeta", "eta theta", "iota"],
+        "similarity": [0.9, 0.8, 0.7, 0.6, 0.5],
+    }
+)
+SMALL_QRELS = pl.DataFrame({"query_id": [1, 2], "doc_id": [7, 9], "relevance": [1, 1]})
+
+
+@pytest.mark.parametrize("metric", ["duplicate_chars", "chars_used", "first_relevant_rank"])
+def test_lower_is_better_metrics_pick_the_lowest(metric: str) -> None:
+    """They picked the worst configuration (every metric was higher-is-better)."""
+    results, chunks, qrels = _cranfield()
+    grid = {"max_chunk_gap": [0, 1], "max_characters": [1000, 3000], "min_similarity": [0.0]}
+    result = sweep(results, grid, qrels, chunks=chunks, metric=metric)
+    means = result.summary[metric]
+    assert means.to_list() == sorted(means.to_list())  # best first: the lowest
+    assert result.best()[metric].item() == means.min()
+    for row in result.pareto.iter_rows(named=True):  # nothing cheaper is at least as low
+        better = result.summary.filter(
+            (pl.col("chars_used") <= row["chars_used"])
+            & (pl.col(metric) <= row[metric])
+            & ((pl.col("chars_used") < row["chars_used"]) | (pl.col(metric) < row[metric]))
+        )
+        assert better.height == 0
+
+
+@pytest.mark.parametrize("name", ["query_id", "judged", "n_relevant", "top_k", "config", "x"])
+def test_columns_that_are_not_metrics_are_refused(name: str) -> None:
+    with pytest.raises(ConfigError, match=rf"sweep: metric: '{name}' is not a metric"):
+        sweep(SMALL, {"top_k": [1, 2]}, SMALL_QRELS, metric=name)
+    result = sweep(SMALL, {"top_k": [1, 2]}, SMALL_QRELS)
+    with pytest.raises(ConfigError, match="best: metric"):
+        result.best(name)
+    with pytest.raises(ConfigError, match=r"sweep: cost: 'context_recall' is not a cost"):
+        sweep(SMALL, {"top_k": [1, 2]}, SMALL_QRELS, cost="context_recall")
+
+
+def test_in_tokens_the_share_and_the_cost_count_tokens() -> None:
+    """budget_share divided characters by the character default, and the front
+    weighed characters, for configurations budgeted in tokens."""
+    configs = [
+        ragframe.PostprocessConfig(length="tokens", tokenizer=toy, max_tokens=t) for t in (2, 8)
+    ]
+    result = sweep(SMALL, configs, SMALL_QRELS)
+    assert result.cost == "tokens_used"
+    rows = result.per_query.select("config", "tokens_used", "budget_share", "max_tokens")
+    for config, used, share, budget in rows.rows():
+        assert share == used / budget, config
+    mixed = sweep(SMALL, [ragframe.PostprocessConfig(max_characters=10), configs[0]], SMALL_QRELS)
+    assert mixed.cost == "chars_used"
+    assert mixed.per_query.filter(pl.col("config") == 0)["tokens_used"].is_null().all()
+    with pytest.raises(ConfigError, match="tokens_used needs every configuration"):
+        sweep(SMALL, [ragframe.PostprocessConfig(), configs[0]], SMALL_QRELS, cost="tokens_used")
+
+
+def test_no_judged_query_is_a_clear_error() -> None:
+    """It was ``ValueError: 0 is not in list``."""
+    none = SMALL_QRELS.clear()
+    with pytest.raises(DataError, match=r"sweep: no query is judged \(2 queries"):
+        sweep(SMALL, {"top_k": [1, 2]}, none)
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ({"top_k": 3}, None),
+        ({"top_k": (1, 2)}, None),
+        ({"top_k": {1, 2}}, r"'top_k' must be a list of values, got a set"),
+        ({"top_k": {"a": 1}}, r"'top_k' must be a list of values, got a dict"),
+        ({"top_k": ["10"]}, r"sweep grid: top_k must be an integer"),
+        ({"top_k": [1.5]}, r"sweep grid: top_k must be an integer"),
+        ({1: [2]}, r"sweep grid: unknown parameters \[1\]"),
+        ("top_k", r"sweep grid: expected a mapping of parameters to values or a list"),
+    ],
+)
+def test_grid_values_of_the_wrong_type(grid: Any, message: str | None) -> None:
+    if message is None:
+        assert configurations(grid)[0]
+        return
+    with pytest.raises(ConfigError, match=message):
+        configurations(grid)
+
+
+def test_a_progress_bar_counts_the_configurations(capsys: pytest.CaptureFixture[str]) -> None:
+    sweep(SMALL, {"top_k": [1, 2, 3]}, SMALL_QRELS, progress=True)
+    err = capsys.readouterr().err
+    assert "sweep" in err and "4/4" in err
+
+
+def _sweep_cli(tmp_path: Path, *extra: str, top_k: str = "[5, 10]") -> list[str]:
+    data = Path(__file__).resolve().parents[1] / "data"
+    grid = tmp_path / "grid.toml"
+    grid.write_text(f"[grid]\ntop_k = {top_k}\n")
+    args = ["sweep", str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet")]
+    return [*args, "--qrels", str(data / "qrels.parquet"), "--grid", str(grid), *extra]
+
+
+def test_the_cli_writes_the_summary_to_standard_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragframe.cli import main
+
+    assert main(_sweep_cli(tmp_path, "-o", "-", "--format", "csv", "-q")) == 0
+    out, err = capsys.readouterr()
+    summary = pl.read_csv(out.encode())
+    assert summary.height == 2 and "context_recall_low" in summary.columns
+    assert "95% interval" in err and "ragframe sweep" in err  # the table: not in the data
+    assert main(_sweep_cli(tmp_path, "-o", "-", "--report")) == 2
+    assert "--report writes OUTDIR/report.html" in capsys.readouterr().err
+
+
+def test_the_report_folder_is_written_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupt while the report is written leaves the old folder as it was, and no
+    temporary beside it (it left half a new folder)."""
+    import importlib
+
+    from ragframe.cli import main
+
+    evaluate_package = importlib.import_module("ragframe.evaluate")
+    out = tmp_path / "sweep"
+    assert main(_sweep_cli(tmp_path, "-o", str(out))) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def interrupted(result: Any, path: Any) -> None:
+        Path(path).write_text("half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate_package, "write_report", interrupted)
+    new_grid = _sweep_cli(tmp_path, "-o", str(out), "--report", top_k="[1, 2, 3]")
+    assert main(new_grid) == 130
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.toml", "sweep"]
+    (out / "notes.txt").write_text("mine")
+    capsys.readouterr()
+    assert main(_sweep_cli(tmp_path, "-o", str(out))) == 2
+    assert "holds other files than a sweep's (notes.txt)" in capsys.readouterr().err
