@@ -367,7 +367,7 @@ def test_nonsense_budgets_are_refused(options: dict[str, Any], message: str) -> 
         ({"query_id": ["", "q"]}, "t", "run: column 'query_id' has ids that are empty"),
         ({"score": [None, 0.5]}, "t", "run: column 'score' has null values"),
         ({"rank": [None, 2]}, "t", "run: column 'rank' has null values"),
-        ({"doc_id": ["c", "c"]}, "t", "run: 1 rows repeat a (query_id, doc_id) pair"),
+        ({"doc_id": ["c", "c"]}, "t", "run: 1 row repeats a (query_id, doc_id) pair"),
         ({}, "my run", "tag must be a non-empty string without whitespace"),
         ({}, "", "tag must be a non-empty string without whitespace"),
     ],
@@ -398,3 +398,21 @@ def test_what_write_run_writes_read_run_reads_back(tmp_path: Path) -> None:
     back = read_run(tmp_path / "run.txt")
     assert back.select("query_id", "doc_id", "rank").equals(run.select(back.columns[:3]))
     assert back["score"][0] == 0.1 + 0.2 and math.isnan(back["score"][1])
+
+
+def test_the_evaluate_command_shows_progress(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bar on standard error (forced here: it is off when stderr is no terminal)."""
+    from ragframe.cli import evaluate as command
+    from ragframe.cli import main
+
+    monkeypatch.setattr(command, "progress", lambda args: True)
+    run = _text(tmp_path, "run.txt", "1 Q0 7 1 0.5 t\n")
+    qrels = _text(tmp_path, "q.txt", "1 0 7 1\n")
+    assert main(["evaluate", str(run), "--qrels", str(qrels), "-o", str(tmp_path / "m.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "evaluate" in err and "3/3" in err
+    monkeypatch.undo()
+    assert main(["evaluate", str(run), "--qrels", str(qrels), "-o", str(tmp_path / "m.csv")]) == 0
+    assert "evaluate:" not in capsys.readouterr().err  # not a terminal: no bar

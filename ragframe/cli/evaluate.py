@@ -213,12 +213,12 @@ def check_outputs(output: str, summary: str | None) -> None:
 
 def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``evaluate``; the summary is the quality table."""
-    from ragframe.dataset._progress import Progress
+    from ragframe.dataset._progress import steps
 
     check_outputs(args.output, args.summary)
-    with Progress("evaluate", 3, 1, "steps", progress(args)) as bar:
+    with steps("evaluate", 3, progress(args)) as bar:
         qrels = read_judgements(args)
-        bar.bar.update(1)
+        bar.update(1)
         if on_engine(args):
             per_query = evaluate_on_engine(args, qrels)
         else:
@@ -245,12 +245,12 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
                 ]
 
             (per_query,) = collect(plan, *[s for s in (args.input, args.candidates) if s])
-        bar.bar.update(1)
+        bar.update(1)
         means = summarize(per_query)
         write(per_query, args.output, output_format(args))
         if args.summary:
             write(means, args.summary, output_format(args))
-        bar.bar.update(1)
+        bar.update(1)
     table: dict[str, Any] = {}
     for name, value in means.row(0, named=True).items():
         table[name] = value if isinstance(value, int) else _shown(value)

@@ -8,6 +8,8 @@ not a terminal (a log, a pipe, a test). ``True`` shows it anyway, ``False`` neve
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
@@ -48,3 +50,29 @@ class Progress:
         shown.update({name: f"{value:,}" for name, value in counts.items()})
         self.bar.set_postfix(shown, refresh=False)
         self.bar.update(rows)
+
+
+class _NoBar:
+    def update(self, steps: int) -> None:
+        """Nothing to show."""
+
+
+@contextlib.contextmanager
+def steps(what: str, total: int, shown: bool | None) -> Iterator[Any]:
+    """A bar over ``total`` steps of one run (``bar.update(1)`` after each): a sweep's
+    configurations, evaluate's reading, computing and writing. ``shown`` as for
+    :class:`Progress` (None: on a terminal or in a notebook; False: no bar at all)."""
+    if shown is False:
+        yield _NoBar()
+        return
+    bar = tqdm(
+        total=total,
+        desc=what,
+        unit="step",
+        dynamic_ncols=True,
+        disable=None if shown is None else False,
+    )
+    try:
+        yield bar
+    finally:
+        bar.close()

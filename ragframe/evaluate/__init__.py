@@ -4,11 +4,16 @@
 Where each part of SPEC sections 4 and 5 lives:
 
 ===========================  ============================================================
-qrels (frames, TREC, BEIR),  :mod:`._qrels` (:func:`read_qrels`)
-grades to gains
-runs: document ranking,      :mod:`._runs` (:func:`document_ranking`, :func:`read_run`,
-TREC run files               :func:`write_run`)
+judgement and run files:     :mod:`._files` (a file, glob, folder or ``-``; tables,
+tables, TREC, BEIR           TREC and BEIR files, told apart and read one way)
+ids as written, how they     :mod:`._ids`
+meet
+qrels, grades to gains,      :mod:`._qrels` (:func:`read_qrels`)
+repeated judgements
+runs: document ranking       :mod:`._runs` (:func:`document_ranking`, :func:`read_run`,
+(ties), TREC run files       :func:`write_run`)
 list metrics                 :mod:`._lists` (nDCG@k, recall@k, P@k, hit@k, MAP, MRR)
+each metric's direction      :mod:`._metrics`
 context metrics              :mod:`._context` (recall, nDCG, characters, shares,
                              duplicates, first relevant block)
 every query accounted for,   :mod:`._evaluate` (:func:`evaluate`, :func:`summarize`)
@@ -17,7 +22,9 @@ sweep: shared steps          :mod:`._sweep` (:func:`sweep`; which step reads whi
                              parameter), :mod:`._result` (:class:`SweepResult`)
 intervals, paired tests,     :mod:`._stats` (bootstrap, randomization, t, Holm, Pareto)
 Holm, the Pareto front
-plots, the HTML report       :mod:`._plots` (the ``ragframe[plot]`` extra, matplotlib)
+plots, the HTML report       :mod:`._plots` (the ``ragframe[plot]`` extra, matplotlib;
+                             also public names of :mod:`ragframe` itself, since
+                             ``ragframe.evaluate`` is the function)
 ===========================  ============================================================
 """
 

@@ -23,11 +23,11 @@ from ragframe.evaluate._runs import Ties, check_ties, ranking_rows, relevant_ran
 
 def _ks(k: object) -> list[int]:
     """The cutoffs: a positive integer or a non-empty list of them."""
-    values = [k] if isinstance(k, numbers.Integral) else k
+    values: Any = [k] if isinstance(k, numbers.Integral) else k
     listed = isinstance(values, Sequence | np.ndarray) and not isinstance(values, str | bytes)
-    if not listed or not len(values) or not all(map(_cutoff, values)):  # type: ignore[arg-type]
+    if not listed or not len(values) or not all(map(_cutoff, values)):
         raise ConfigError(f"k must be a positive integer or a list of them, got {k!r}")
-    return sorted({int(v) for v in values})  # type: ignore[union-attr]
+    return sorted({int(v) for v in values})
 
 
 def _cutoff(value: object) -> bool:

@@ -18,6 +18,7 @@ from typing import Literal
 
 import polars as pl
 
+from ragframe._validate import plural
 from ragframe.errors import DataError, SchemaError
 
 IdMode = Literal["as_written", "integers"]
@@ -56,8 +57,7 @@ def _problem(values: pl.Series) -> pl.Series:
 
 def _fail(values: pl.Series, bad: pl.Series, what: str, name: str, other: str) -> DataError:
     first = int(bad.arg_true()[0])
-    count = int(bad.sum())
-    rows = f"{count} row" + ("" if count == 1 else "s")
+    rows = plural(int(bad.sum()), "row")
     return DataError(
         f"{what}: column '{name}' has ids that do not write an integer in plain decimal "
         f"on {rows}; first: row {first}: {values[first]!r}; {other} has integer ids, "
@@ -127,6 +127,6 @@ def parsed(values: pl.Series, what: str, where: Callable[[int], str]) -> pl.Seri
         first = int(bad.arg_true()[0])
         raise DataError(
             f"{what}: {where(first)}: {values.name} {values[first]!r} is not an integer "
-            f"({int(bad.sum())} such ids); expected integers, as ids='integers' asks"
+            f"({plural(int(bad.sum()), 'such id')}); expected integers, as ids='integers' asks"
         )
     return number

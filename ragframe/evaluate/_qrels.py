@@ -176,7 +176,7 @@ def _grades(rows: pl.DataFrame, found: _files.Found) -> pl.DataFrame:
         first = int(bad.arg_true()[0])
         raise DataError(
             f"{_files.place(found, rows, '', first)}: relevance must be an integer, got "
-            f"{rows[c.RELEVANCE][first]!r} ({int(bad.sum())} such lines)"
+            f"{rows[c.RELEVANCE][first]!r} ({plural(int(bad.sum()), 'such line')})"
         )
     return typed
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ragframe import io
 from ragframe import schema as c
+from ragframe._validate import plural
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.evaluate import _files
 from ragframe.evaluate._ids import IdMode, check_kind, parsed
@@ -243,9 +244,9 @@ def read_run(source: Any, *, ids: IdMode = "as_written") -> pl.DataFrame:
         SchemaError: a table lacks a column the ranking needs.
 
     Example:
-        >>> import os, tempfile
-        >>> path = os.path.join(tempfile.mkdtemp(), "run.txt")
-        >>> _ = open(path, "w").write("q1 Q0 0123 1 2.5 bm25\n")
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp(), "run.txt")
+        >>> _ = path.write_text("q1 Q0 0123 1 2.5 bm25")
         >>> read_run(path).row(0)
         ('q1', '0123', 1, 2.5, 'bm25')
     """
@@ -283,7 +284,7 @@ def _trec_run(found: _files.Found, ids: IdMode) -> pl.DataFrame:
             first = int(bad.arg_true()[0])
             raise DataError(
                 f"{_files.place(found, rows, '', first)}: {name} must be {expected}, got "
-                f"{rows[name][first]!r} ({int(bad.sum())} such lines)"
+                f"{rows[name][first]!r} ({plural(int(bad.sum()), 'such line')})"
             )
     pair = pl.struct("qid", "docid")
     repeats = typed.select(~pair.is_first_distinct()).to_series()
@@ -294,7 +295,7 @@ def _trec_run(found: _files.Found, ids: IdMode) -> pl.DataFrame:
         before = int(typed.with_row_index("__i").filter(same)["__i"][0])
         raise DataError(
             f"{_files.place(found, typed, '', at)}: query {query!r} lists document {doc!r} "
-            f"again ({int(repeats.sum())} such lines; first listed at "
+            f"again ({plural(int(repeats.sum()), 'such line')}; first listed at "
             f"{_files.place(found, typed, '', before)}); expected each document once a query"
         )
     frame = typed.select(
@@ -341,26 +342,30 @@ def _writable(frame: pl.DataFrame) -> None:
         nulls = frame[name].is_null()
         if nulls.any():
             first = int(nulls.arg_true()[0])
+            rows = plural(int(nulls.sum()), "row")
             raise DataError(
-                f"run: column '{name}' has null values on {int(nulls.sum())} rows; first: "
-                f"row {first}; expected a value on every row of a TREC run"
+                f"run: column '{name}' has null values on {rows}; first: row {first}; "
+                "expected a value on every row of a TREC run"
             )
     for name in (c.QUERY_ID, c.DOC_ID):
         text = frame[name].cast(pl.String)
         bad = (text == "") | text.str.contains(_WHITESPACE)
         if bad.any():
             first = int(bad.arg_true()[0])
+            rows = plural(int(bad.sum()), "row")
             raise DataError(
-                f"run: column '{name}' has ids that are empty or hold whitespace on "
-                f"{int(bad.sum())} rows; first: row {first}: {text[first]!r}; expected ids "
-                "without whitespace (a TREC run's fields are separated by it)"
+                f"run: column '{name}' has ids that are empty or hold whitespace on {rows}; "
+                f"first: row {first}: {text[first]!r}; expected ids without whitespace (a "
+                "TREC run's fields are separated by it)"
             )
     pair = pl.struct(c.QUERY_ID, c.DOC_ID)
     repeats = frame.select(~pair.is_first_distinct()).to_series()
     if repeats.any():
         first = int(repeats.arg_true()[0])
+        count = int(repeats.sum())
         raise DataError(
-            f"run: {int(repeats.sum())} rows repeat a (query_id, doc_id) pair; first: row "
-            f"{first}: {frame[c.QUERY_ID][first]!r}, {frame[c.DOC_ID][first]!r}; expected "
-            "each document once a query (document_ranking gives that)"
+            f"run: {plural(count, 'row')} repeat{'s' if count == 1 else ''} a (query_id, doc_id) "
+            f"pair; first: row {first}: {frame[c.QUERY_ID][first]!r}, "
+            f"{frame[c.DOC_ID][first]!r}; expected each document once a query "
+            "(document_ranking gives that)"
         )

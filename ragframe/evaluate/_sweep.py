@@ -13,10 +13,9 @@ run per configuration.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -228,7 +227,9 @@ def sweep_rows(
     selected: dict[tuple[Any, ...], pl.DataFrame] = {}
     merged: dict[tuple[Any, ...], pl.DataFrame] = {}
     contexts = []
-    with _bar(len(configs), progress) as bar:
+    from ragframe.dataset._progress import steps
+
+    with steps("sweep", len(configs) + 1, progress) as bar:
         for number, config in enumerate(configs):  # per configuration (tens), never per row
             pkey = _key(config, stages.PREPARE_FIELDS)
             if pkey not in prepared:
@@ -260,29 +261,6 @@ def _settings(number: int, config: PostprocessConfig, parameters: Sequence[str])
     return row
 
 
-@contextlib.contextmanager
-def _bar(configs: int, shown: bool | None) -> Iterator[Any]:
-    """A progress bar (``tqdm``) over the configurations, and one more step: the
-    evaluation of them all. ``shown``: None on a terminal or in a notebook."""
-    if shown is False:
-        yield _NoBar()
-        return
-    from tqdm.auto import tqdm
-
-    bar = tqdm(
-        total=configs + 1, desc="sweep", unit="step", disable=None if shown is None else False
-    )
-    try:
-        yield bar
-    finally:
-        bar.close()
-
-
-class _NoBar:
-    def update(self, steps: int) -> None:
-        """Nothing to show."""
-
-
 def sweep_result(
     per_query: pl.DataFrame,
     varied: tuple[str, ...],
@@ -307,7 +285,8 @@ def sweep_result(
             f"sweep: no query is judged ({queries} queries in the candidates, none in the "
             "qrels); expected judgements of at least one of them"
         )
-    if cost == c.TOKENS_USED and per_query[c.TOKENS_USED].is_null().any():
+    judged = per_query.filter(pl.col(c.JUDGED))
+    if cost == c.TOKENS_USED and judged[c.TOKENS_USED].is_null().any():
         raise ConfigError(
             "sweep: cost 'tokens_used' needs every configuration to count tokens (a tokenizer)"
         )
