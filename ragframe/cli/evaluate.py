@@ -23,7 +23,7 @@ from ragframe.cli._engine import add_engine_options, evaluate_on_engine, on_engi
 from ragframe.errors import ConfigError
 from ragframe.evaluate import evaluate, read_qrels, summarize
 from ragframe.evaluate._files import locate
-from ragframe.evaluate._runs import scan_run
+from ragframe.evaluate._runfiles import scan_run
 
 EPILOG = """\
 INPUT is either context blocks (postprocess output, it has block_rank; or fetch output,

@@ -10,8 +10,9 @@ ids as written, how they     :mod:`._ids`
 meet
 qrels, grades to gains,      :mod:`._qrels` (:func:`read_qrels`)
 repeated judgements
-runs: document ranking       :mod:`._runs` (:func:`document_ranking`, :func:`read_run`,
-(ties), TREC run files       :func:`write_run`)
+runs: document ranking       :mod:`._runs` (:func:`document_ranking`)
+(ties)
+run files in and out         :mod:`._runfiles` (:func:`read_run`, :func:`write_run`)
 list metrics                 :mod:`._lists` (nDCG@k, recall@k, P@k, hit@k, MAP, MRR)
 each metric's direction      :mod:`._metrics`
 context metrics              :mod:`._context` (recall, nDCG, characters, shares,
@@ -34,7 +35,8 @@ from ragframe.evaluate._evaluate import evaluate, summarize
 from ragframe.evaluate._plots import plot_budget, plot_distribution, plot_pareto, write_report
 from ragframe.evaluate._qrels import read_qrels
 from ragframe.evaluate._result import SweepResult
-from ragframe.evaluate._runs import document_ranking, read_run, write_run
+from ragframe.evaluate._runfiles import read_run, write_run
+from ragframe.evaluate._runs import document_ranking
 from ragframe.evaluate._sweep import sweep
 
 __all__ = [
