@@ -117,6 +117,11 @@ def add_output(parser: argparse.ArgumentParser) -> None:
         "format from its extension (.parquet, .arrow, .csv, .jsonl); a directory of "
         "Parquet parts (a path ending with '/'); or '-', standard output (see --format)",
     )
+    add_stream_options(parser)
+
+
+def add_stream_options(parser: argparse.ArgumentParser) -> None:
+    """``--format`` (of ``-o -``) and ``-q/--quiet``."""
     parser.add_argument(
         "--format",
         dest="output_format",

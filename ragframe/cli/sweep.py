@@ -12,8 +12,8 @@ from typing import Any, TextIO
 from ragframe import _atomic, io
 from ragframe import schema as c
 from ragframe.cli._common import (
-    OUTPUT_FORMATS,
     add_command,
+    add_stream_options,
     collect,
     one_line_errors,
     output_format,
@@ -100,14 +100,7 @@ def add_sweep(sub: Any) -> None:
         metavar="OUTDIR",
         help="output folder, written whole (see below); or '-': the summary to standard output",
     )
-    p.add_argument(
-        "--format",
-        dest="output_format",
-        choices=list(OUTPUT_FORMATS),
-        default="jsonl",
-        help="the format of '-o -' (standard output; default: jsonl)",
-    )
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_stream_options(p)
     add_engine_options(p)
     p.set_defaults(run=run_sweep)
 

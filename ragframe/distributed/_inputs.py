@@ -216,3 +216,16 @@ def config_of(config: Any, kind: type) -> Any:
     if config is None or isinstance(config, Mapping):
         return kind(**(config or {}))
     raise ConfigError(f"expected a {kind.__name__} or a mapping, got {type(config).__name__}")
+
+
+def evaluate_options(
+    k: Any, max_blocks: Any, max_characters: Any, max_tokens: Any, ties: Any
+) -> dict[str, Any]:
+    """The options of :func:`ragframe.evaluate` an engine passes to every partition."""
+    return {
+        "k": k,
+        "max_blocks": max_blocks,
+        "max_characters": max_characters,
+        "max_tokens": max_tokens,
+        "ties": ties,
+    }

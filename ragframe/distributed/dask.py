@@ -48,6 +48,7 @@ from ragframe.distributed._dask_run import (
 )
 from ragframe.distributed._inputs import (
     config_of,
+    evaluate_options,
     local_table,
     offsets_of,
     one_input,
@@ -167,13 +168,7 @@ def evaluate(
     run = Run(client, retries)
     judged = judgements(qrels)
     _, shuffled, _n = candidates_by_query(run, source, partitions)
-    options = {
-        "k": k,
-        "max_blocks": max_blocks,
-        "max_characters": max_characters,
-        "max_tokens": max_tokens,
-        "ties": ties,
-    }
+    options = evaluate_options(k, max_blocks, max_characters, max_tokens, ties)
     offsets = offsets_of(chunks)
     empty_offsets = None if offsets is None else offsets.slice(0, 0)
     empty = t.schema(shuffled).empty_table()

@@ -34,6 +34,7 @@ from ragframe.distributed import _ray_tasks as rt
 from ragframe.distributed._inputs import (
     POS,
     config_of,
+    evaluate_options,
     local_table,
     offsets_of,
     one_input,
@@ -172,13 +173,7 @@ def evaluate(
     source, is_blocks = one_input(candidates, blocks)
     judged = judgements(qrels)
     keyed, _ = candidates_by_query(source, partitions)
-    options = {
-        "k": k,
-        "max_blocks": max_blocks,
-        "max_characters": max_characters,
-        "max_tokens": max_tokens,
-        "ties": ties,
-    }
+    options = evaluate_options(k, max_blocks, max_characters, max_tokens, ties)
     offsets = offsets_of(chunks)
     empty_offsets = None if offsets is None else offsets.slice(0, 0)
     parts.evaluate_piece(keyed.empty(), judged, is_blocks, options, empty_offsets)

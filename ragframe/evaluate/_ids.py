@@ -76,7 +76,14 @@ def to_integers(
     bad = _problem(values)
     if bad.any():
         raise _fail(values, bad, what, label, other)
-    number = values.cast(pl.Int64, strict=False)
+    return _held(values, values.cast(pl.Int64, strict=False), dtype, what, other, label)
+
+
+def _held(
+    values: pl.Series, number: pl.Series, dtype: pl.DataType, what: str, other: str, label: str
+) -> pl.Series:
+    """``number`` (``values`` as integers) cast to ``dtype``, or a :class:`DataError`
+    naming the first id that type cannot hold."""
     cast = number.cast(dtype, strict=False)
     lost = cast.is_null() & values.is_not_null()
     if lost.any():
@@ -94,15 +101,7 @@ def met(values: pl.Series, dtype: pl.DataType, what: str, other: str) -> pl.Seri
         return values.cast(dtype)
     if values.dtype == pl.String:
         return to_integers(values, dtype, what, other)
-    cast = values.cast(dtype, strict=False)
-    lost = cast.is_null() & values.is_not_null()
-    if lost.any():
-        first = int(lost.arg_true()[0])
-        raise DataError(
-            f"{what}: column '{values.name}' has an id outside the range of {dtype}: row "
-            f"{first}: {values[first]!r}; {other} has ids of type {dtype}"
-        )
-    return cast
+    return _held(values, values, dtype, what, other, values.name)
 
 
 def meeting(name: str, dtype: pl.DataType, have: pl.DataType, what: str, other: str) -> pl.Expr:
