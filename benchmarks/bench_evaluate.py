@@ -44,13 +44,12 @@ def files(
     pl.DataFrame(
         {"query_id": query, "doc_id": doc, "similarity": rng.random(len(query))}
     ).write_parquet(run)
-    picks = rng.integers(0, DOCS, size=(queries, 3))
+    # three distinct retrieved documents and two never retrieved: one judgement a pair
+    # (read_qrels refuses a pair judged twice)
+    picks = rng.permuted(np.tile(np.arange(DOCS), (queries, 1)), axis=1)[:, :3]
+    unretrieved = 5_000_000 + 2 * np.arange(queries)[:, None] + np.arange(2)
     judged_docs = np.concatenate(
-        [
-            (np.arange(queries)[:, None] * 7919 + picks * 31) % 5_000_000,
-            5_000_000 + rng.integers(0, 10**6, size=(queries, 2)),
-        ],
-        axis=1,
+        [(np.arange(queries)[:, None] * 7919 + picks * 31) % 5_000_000, unretrieved], axis=1
     )
     qrels = folder / "qrels.parquet"
     pl.DataFrame(
