@@ -90,11 +90,11 @@ def _candidates() -> list[Path]:
     return found
 
 
-def jars() -> list[Path] | None:
+def jars(modules: Sequence[str] = MODULES) -> list[Path] | None:
     """One jar per needed module (a versioned name preferred), or None if one is missing."""
     found = _candidates()
     chosen: list[Path] = []
-    for module in MODULES:
+    for module in modules:
         versioned = [
             p
             for p in found

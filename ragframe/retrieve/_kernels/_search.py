@@ -1,0 +1,314 @@
+"""The BM25 search kernel: every query's top k chunks, scored in float32 exactly as
+Lucene 8's ``BM25Similarity`` scores them, each chunk's clause scores summed in float64
+and the sum rounded to float32 (as Lucene's disjunction scorers do).
+
+Why a kernel: a query's score of a chunk is a sum over the query's terms of a function
+of the term's frequency in the chunk and the chunk's length norm; a vectorized form
+(a sparse matrix product) computes it for every chunk that holds any query term, and
+the top k of every query then needs a pass over all of them. Here each query runs
+term at a time over its terms' postings, from the term with the highest possible score
+down (*max-score* pruning, exact): once the k-th best partial score exceeds what the
+remaining terms could add to a chunk that has none of the terms seen so far, those
+terms are only looked up (by binary search in their postings) for the chunks already
+seen whose best possible score still reaches the k-th, so a frequent term of low
+weight is never walked whole. The pruning decisions compare float32 roundings of
+bounds that are never below the true sums, so a chunk is dropped only when its score
+is certainly below the k-th best: the top k, ties to the lower chunk row, are exactly
+those of a full evaluation.
+
+One query's term ``i``: ``terms[i]`` (a term id), ``weights[i]`` (Lucene's
+``boost * idf``, float32) and ``bounds[i]`` (the highest score the term gives any chunk,
+float32); a query's terms come highest bound first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numba as nb
+import numpy as np
+import numpy.typing as npt
+
+from ragframe.postprocess._kernels._jit import keep_in_user_cache
+
+U8 = npt.NDArray[np.uint8]
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+
+_UP = 1.0 + 2.0**-40
+"""A bound's float64 sum is scaled by this before it is rounded to float32, so that it
+stays a bound even if a sum of many terms was rounded in float64."""
+
+keep_in_user_cache(__file__)  # not beside this file: never in site-packages
+kernel = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+"""A kernel Python calls: compiled, cached on disk (keyed on this file), GIL released."""
+if TYPE_CHECKING:
+    helper = kernel
+else:
+    helper = nb.njit(
+        nogil=True,
+        boundscheck=False,
+        error_model="numpy",
+        no_cpython_wrapper=True,
+        no_cfunc_wrapper=True,
+    )
+    """A helper only kernels call (no Python entry; its code is in the kernels')."""
+
+
+@helper
+def _score(weight: np.float32, tf: np.int32, norm_inverse: np.float32) -> np.float32:
+    """Lucene 8's BM25 score of one term in one chunk, in float32:
+    ``weight - weight / (1 + tf * norm_inverse)``."""
+    return weight - weight / (np.float32(1.0) + np.float32(tf) * norm_inverse)
+
+
+@kernel
+def term_peaks(offsets: I64, docs: I32, tfs: I32, norms: U8, cache: F32, terms: I32) -> F32:
+    """For each of ``terms``, the largest ``tf * norm_inverse`` (float32) over its
+    postings: the score is increasing in it, so the term's highest score."""
+    out = np.zeros(terms.shape[0], dtype=np.float32)
+    for i in range(terms.shape[0]):
+        t = terms[i]
+        peak = np.float32(0.0)
+        for p in range(offsets[t], offsets[t + 1]):
+            x = np.float32(tfs[p]) * cache[norms[docs[p]]]
+            peak = max(peak, x)
+        out[i] = peak
+    return out
+
+
+@helper
+def _better(s1: np.float32, d1: np.int32, s2: np.float32, d2: np.int32) -> bool:
+    """Whether (score ``s1``, row ``d1``) ranks above (``s2``, ``d2``): a higher score,
+    then a lower row."""
+    return s1 > s2 or (s1 == s2 and d1 < d2)
+
+
+@helper
+def _sift_down(scores: F32, rows: I32, size: int) -> None:
+    i = 0
+    while True:
+        low, left = i, 2 * i + 1
+        for c in (left, left + 1):
+            if c < size and _better(scores[low], rows[low], scores[c], rows[c]):
+                low = c
+        if low == i:
+            return
+        scores[i], scores[low] = scores[low], scores[i]
+        rows[i], rows[low] = rows[low], rows[i]
+        i = low
+
+
+@helper
+def _push(scores: F32, rows: I32, size: int, s: np.float32, d: np.int32) -> int:
+    """Add (``s``, ``d``) to the heap of the ``size`` best (at most ``len(scores)``),
+    whose root is the worst of them."""
+    if size < scores.shape[0]:
+        i = size
+        scores[i], rows[i] = s, d
+        while i > 0:
+            parent = (i - 1) // 2
+            if not _better(scores[parent], rows[parent], scores[i], rows[i]):
+                break
+            scores[i], scores[parent] = scores[parent], scores[i]
+            rows[i], rows[parent] = rows[parent], rows[i]
+            i = parent
+        return size + 1
+    if _better(s, d, scores[0], rows[0]):
+        scores[0], rows[0] = s, d
+        _sift_down(scores, rows, size)
+    return size
+
+
+@helper
+def _best(acc: F64, rows: I32, n: int, heap_scores: F32, heap_rows: I32) -> int:
+    """The best ``len(heap_scores)`` of ``rows[:n]`` by score, as a heap; their count."""
+    size = 0
+    for j in range(n):
+        d = rows[j]
+        size = _push(heap_scores, heap_rows, size, np.float32(acc[d]), d)
+    return size
+
+
+@helper
+def _find(docs: I32, lo: int, hi: int, d: int) -> int:
+    """Where ``d`` is in ``docs[lo:hi]`` (ascending), or -1."""
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if docs[mid] < d:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < end and docs[lo] == d:
+        return lo
+    return -1
+
+
+@helper
+def _walk(
+    t: int,
+    w: np.float32,
+    offsets: I64,
+    docs: I32,
+    tfs: I32,
+    norms: U8,
+    cache: F32,
+    acc: F64,
+    mark: I32,
+    stamp: int,
+    rows: I32,
+    n: int,
+) -> tuple[int, float]:
+    """Add term ``t``'s scores to every chunk of its postings; returns the new number of
+    rows touched and the largest partial score among the chunks it touched."""
+    best = 0.0
+    for p in range(offsets[t], offsets[t + 1]):
+        d = docs[p]
+        s = np.float64(_score(w, tfs[p], cache[norms[d]]))
+        if mark[d] != stamp:
+            mark[d] = stamp
+            rows[n] = d
+            n += 1
+        else:
+            s += acc[d]
+        acc[d] = s
+        best = max(best, s)
+    return n, best
+
+
+@helper
+def _look_up(
+    t: int,
+    w: np.float32,
+    offsets: I64,
+    docs: I32,
+    tfs: I32,
+    norms: U8,
+    cache: F32,
+    acc: F64,
+    rows: I32,
+    n: int,
+    rest: float,
+    theta: np.float32,
+) -> int:
+    """Add term ``t``'s scores to the chunks ``rows[:n]`` that hold it (binary search),
+    then keep (in place) those whose best possible score, adding ``rest``, reaches
+    ``theta``; returns how many are kept."""
+    lo, hi = offsets[t], offsets[t + 1]
+    kept = 0
+    for j in range(n):
+        d = rows[j]
+        p = _find(docs, lo, hi, d)
+        if p >= 0:
+            acc[d] += np.float64(_score(w, tfs[p], cache[norms[d]]))
+        if np.float32((acc[d] + rest) * _UP) >= theta:
+            rows[kept] = d
+            kept += 1
+    return kept
+
+
+@helper
+def _one_query(
+    terms: I32,
+    weights: F32,
+    bounds: F32,
+    a: int,
+    b: int,
+    offsets: I64,
+    docs: I32,
+    tfs: I32,
+    norms: U8,
+    cache: F32,
+    acc: F64,
+    mark: I32,
+    stamp: int,
+    rows: I32,
+    rest: F64,
+    heap_scores: F32,
+    heap_rows: I32,
+) -> int:
+    """Query terms ``a:b``: its best chunks into the heap; returns their count."""
+    m = b - a
+    k = heap_scores.shape[0]
+    rest[m] = 0.0
+    for i in range(m - 1, -1, -1):
+        rest[i] = rest[i + 1] + np.float64(bounds[a + i])
+    n, best, i = 0, 0.0, 0
+    theta = np.float32(-1.0)
+    while i < m:
+        t, w = terms[a + i], weights[a + i]
+        n, top = _walk(t, w, offsets, docs, tfs, norms, cache, acc, mark, stamp, rows, n)
+        best = max(best, top)
+        i += 1
+        if i < m and n >= k:
+            bound = np.float32(rest[i] * _UP)
+            if bound < np.float32(best):
+                _best(acc, rows, n, heap_scores, heap_rows)
+                theta = heap_scores[0]
+                if bound < theta:
+                    break
+    if i < m:
+        kept = 0
+        for j in range(n):  # the chunks seen that can still reach the k-th best
+            d = rows[j]
+            if np.float32((acc[d] + rest[i]) * _UP) >= theta:
+                rows[kept] = d
+                kept += 1
+        n = kept
+        while i < m:
+            t, w = terms[a + i], weights[a + i]
+            n = _look_up(t, w, offsets, docs, tfs, norms, cache, acc, rows, n, rest[i + 1], theta)
+            i += 1
+    return _best(acc, rows, n, heap_scores, heap_rows)
+
+
+@kernel
+def search(
+    starts: I64,
+    terms: I32,
+    weights: F32,
+    bounds: F32,
+    offsets: I64,
+    docs: I32,
+    tfs: I32,
+    norms: U8,
+    cache: F32,
+    lo: int,
+    hi: int,
+    out_docs: I32,
+    out_scores: F32,
+    out_counts: I64,
+) -> None:
+    """The top ``k`` chunks of queries ``lo .. hi-1`` (query ``q``'s terms are
+    ``starts[q]:starts[q + 1]``), best first, ties to the lower row: query ``q``'s are
+    ``out_docs``/``out_scores`` from ``(q - lo) * k``, ``out_counts[q - lo]`` of them,
+    where ``k = len(out_docs) // (hi - lo)``."""
+    chunks = norms.shape[0]
+    k = out_docs.shape[0] // max(hi - lo, 1)
+    acc = np.zeros(chunks, dtype=np.float64)
+    mark = np.full(chunks, -1, dtype=np.int32)
+    rows = np.empty(chunks, dtype=np.int32)
+    longest = 1
+    for q in range(lo, hi):
+        longest = max(longest, starts[q + 1] - starts[q])
+    rest = np.zeros(longest + 1, dtype=np.float64)
+    heap_scores = np.zeros(k, dtype=np.float32)
+    heap_rows = np.zeros(k, dtype=np.int32)
+    for q in range(lo, hi):
+        size = 0
+        if starts[q + 1] > starts[q]:
+            size = _one_query(
+                terms, weights, bounds, starts[q], starts[q + 1], offsets, docs, tfs,
+                norms, cache, acc, mark, q - lo, rows, rest, heap_scores, heap_rows,
+            )  # fmt: skip
+        at = (q - lo) * k
+        out_counts[q - lo] = size
+        while size > 0:  # the heap emptied from its worst
+            size -= 1
+            out_docs[at + size] = heap_rows[0]
+            out_scores[at + size] = heap_scores[0]
+            heap_scores[0], heap_rows[0] = heap_scores[size], heap_rows[size]
+            _sift_down(heap_scores, heap_rows, size)
