@@ -41,6 +41,12 @@ _UP = 1.0 + 2.0**-40
 """A bound's float64 sum is scaled by this before it is rounded to float32, so that it
 stays a bound even if a sum of many terms was rounded in float64."""
 
+WALK_PER_CANDIDATE = 16
+"""Once the candidates are fixed, a term with at most this many postings per candidate
+is walked (its postings read in order, the candidates' scores added), one with more is
+looked up for each candidate (galloping): a lookup costs about as much as reading this
+many postings."""
+
 keep_in_user_cache(__file__)  # not beside this file: never in site-packages
 kernel = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 """A kernel Python calls: compiled, cached on disk (keyed on this file), GIL released."""
@@ -133,21 +139,6 @@ def _best(acc: F64, rows: I32, n: int, heap_scores: F32, heap_rows: I32) -> int:
 
 
 @helper
-def _find(docs: I32, lo: int, hi: int, d: int) -> int:
-    """Where ``d`` is in ``docs[lo:hi]`` (ascending), or -1."""
-    end = hi
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if docs[mid] < d:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < end and docs[lo] == d:
-        return lo
-    return -1
-
-
-@helper
 def _walk(
     t: int,
     w: np.float32,
@@ -168,15 +159,67 @@ def _walk(
     for p in range(offsets[t], offsets[t + 1]):
         d = docs[p]
         s = np.float64(_score(w, tfs[p], cache[norms[d]]))
-        if mark[d] != stamp:
-            mark[d] = stamp
-            rows[n] = d
-            n += 1
-        else:
-            s += acc[d]
+        new = mark[d] != stamp
+        mark[d] = stamp
+        rows[n] = d  # kept only when new (no branch on it)
+        n += new
+        s += 0.0 if new else acc[d]
         acc[d] = s
         best = max(best, s)
     return n, best
+
+
+@helper
+def _update(
+    t: int,
+    w: np.float32,
+    offsets: I64,
+    docs: I32,
+    tfs: I32,
+    norms: U8,
+    cache: F32,
+    acc: F64,
+    mark: I32,
+    stamp: int,
+) -> None:
+    """Add term ``t``'s scores to the chunks of its postings already seen (``mark``)."""
+    for p in range(offsets[t], offsets[t + 1]):
+        d = docs[p]
+        if mark[d] == stamp:
+            acc[d] += np.float64(_score(w, tfs[p], cache[norms[d]]))
+
+
+@helper
+def _keep(acc: F64, rows: I32, n: int, rest: float, theta: np.float32) -> int:
+    """Keep (in place) the chunks of ``rows[:n]`` whose best possible score, adding
+    ``rest``, reaches ``theta``; returns how many."""
+    kept = 0
+    for j in range(n):
+        d = rows[j]
+        if np.float32((acc[d] + rest) * _UP) >= theta:
+            rows[kept] = d
+            kept += 1
+    return kept
+
+
+@helper
+def _gallop(docs: I32, p: int, end: int, d: int) -> int:
+    """The first position at or after ``p`` (below ``end``) whose chunk is at least
+    ``d``, or ``end``: doubling steps, then a binary search (``docs`` ascending)."""
+    if p >= end or docs[p] >= d:
+        return p
+    step = 1
+    while p + step < end and docs[p + step] < d:
+        p += step
+        step *= 2
+    lo, hi = p + 1, min(p + step, end)  # docs[p] < d; the answer is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if docs[mid] < d:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @helper
@@ -194,15 +237,15 @@ def _look_up(
     rest: float,
     theta: np.float32,
 ) -> int:
-    """Add term ``t``'s scores to the chunks ``rows[:n]`` that hold it (binary search),
-    then keep (in place) those whose best possible score, adding ``rest``, reaches
-    ``theta``; returns how many are kept."""
-    lo, hi = offsets[t], offsets[t + 1]
+    """Add term ``t``'s scores to the chunks ``rows[:n]`` (ascending) that hold it,
+    walking its postings by galloping, then keep (in place) those whose best possible
+    score, adding ``rest``, reaches ``theta``; returns how many are kept."""
+    p, end = offsets[t], offsets[t + 1]
     kept = 0
     for j in range(n):
         d = rows[j]
-        p = _find(docs, lo, hi, d)
-        if p >= 0:
+        p = _gallop(docs, p, end, d)
+        if p < end and docs[p] == d:
             acc[d] += np.float64(_score(w, tfs[p], cache[norms[d]]))
         if np.float32((acc[d] + rest) * _UP) >= theta:
             rows[kept] = d
@@ -230,38 +273,47 @@ def _one_query(
     heap_scores: F32,
     heap_rows: I32,
 ) -> int:
-    """Query terms ``a:b``: its best chunks into the heap; returns their count."""
+    """Query terms ``a:b``: its best chunks into the heap; returns their count.
+
+    Terms are walked whole, adding every chunk they hold, until no chunk unseen so far
+    can reach the k-th best partial score (``theta``); from then on the chunks seen are
+    the only candidates, and a term is walked for them alone where its postings are
+    few next to the candidates (:data:`WALK_PER_CANDIDATE`), else looked up for each
+    candidate by galloping; after each term, candidates that can no longer reach
+    ``theta`` (raised as the partial scores grow) are dropped."""
     m = b - a
     k = heap_scores.shape[0]
     rest[m] = 0.0
     for i in range(m - 1, -1, -1):
         rest[i] = rest[i + 1] + np.float64(bounds[a + i])
-    n, best, i = 0, 0.0, 0
+    n, best = 0, 0.0
     theta = np.float32(-1.0)
-    while i < m:
+    open_, ordered = True, False
+    for i in range(m):
         t, w = terms[a + i], weights[a + i]
-        n, top = _walk(t, w, offsets, docs, tfs, norms, cache, acc, mark, stamp, rows, n)
-        best = max(best, top)
-        i += 1
-        if i < m and n >= k:
-            bound = np.float32(rest[i] * _UP)
-            if bound < np.float32(best):
-                _best(acc, rows, n, heap_scores, heap_rows)
-                theta = heap_scores[0]
-                if bound < theta:
-                    break
-    if i < m:
-        kept = 0
-        for j in range(n):  # the chunks seen that can still reach the k-th best
-            d = rows[j]
-            if np.float32((acc[d] + rest[i]) * _UP) >= theta:
-                rows[kept] = d
-                kept += 1
-        n = kept
-        while i < m:
-            t, w = terms[a + i], weights[a + i]
+        if open_:
+            n, top = _walk(t, w, offsets, docs, tfs, norms, cache, acc, mark, stamp, rows, n)
+            best = max(best, top)
+            if i + 1 < m and n >= k:
+                bound = np.float32(rest[i + 1] * _UP)
+                if bound < np.float32(best):
+                    _best(acc, rows, n, heap_scores, heap_rows)
+                    theta = heap_scores[0]
+                    if bound < theta:
+                        open_ = False
+                        n = _keep(acc, rows, n, rest[i + 1], theta)
+            continue
+        if offsets[t + 1] - offsets[t] <= WALK_PER_CANDIDATE * n:
+            _update(t, w, offsets, docs, tfs, norms, cache, acc, mark, stamp)
+            n = _keep(acc, rows, n, rest[i + 1], theta)
+        else:
+            if not ordered:
+                rows[:n] = np.sort(rows[:n])
+                ordered = True
             n = _look_up(t, w, offsets, docs, tfs, norms, cache, acc, rows, n, rest[i + 1], theta)
-            i += 1
+        if i + 1 < m and n > k:  # the k-th best partial score only grows: prune harder
+            _best(acc, rows, n, heap_scores, heap_rows)
+            theta = max(theta, heap_scores[0])
     return _best(acc, rows, n, heap_scores, heap_rows)
 
 
