@@ -6,6 +6,7 @@ The pipeline, one subpackage per stage, each a function ``LazyFrame (+ frozen co
 * :mod:`ragframe.window` -- fixed-size character windows and the chunker (SPEC 3);
 * :mod:`ragframe.postprocess` -- candidates to context blocks (SPEC 1);
 * :mod:`ragframe.fetch` -- full text or query-relevant passages per document (SPEC 2);
+* :mod:`ragframe.retrieve` -- BM25 as Lucene scores it, exact dense search, fusion (SPEC 6);
 * :mod:`ragframe.evaluate` -- the context that reaches the LLM against judgements (SPEC 4);
 * :mod:`ragframe.reference` -- the plain per-query oracles the engine is tested against;
 * :mod:`ragframe.dataset` -- the stages over datasets of any size, partition by
@@ -48,21 +49,32 @@ if TYPE_CHECKING:
     )
     from ragframe.fetch import FetchConfig, HighlightConfig, fetch, highlight, missing_documents
     from ragframe.postprocess import PostprocessConfig, postprocess
-    from ragframe.reference import postprocess_reference
+    from ragframe.reference import postprocess_reference, retrieve_reference
+    from ragframe.retrieve import (
+        BM25Index,
+        RetrieveConfig,
+        bm25_index,
+        retrieve,
+        sentence_transformer,
+        unmatched_queries,
+    )
     from ragframe.window import WindowConfig, assemble, chunk, windows
 
 __all__ = [
+    "BM25Index",
     "ConfigError",
     "DataError",
     "FetchConfig",
     "HighlightConfig",
     "PostprocessConfig",
     "RagframeError",
+    "RetrieveConfig",
     "RunSummary",
     "SchemaError",
     "SweepResult",
     "WindowConfig",
     "assemble",
+    "bm25_index",
     "chunk",
     "chunk_dataset",
     "document_ranking",
@@ -79,8 +91,12 @@ __all__ = [
     "postprocess_reference",
     "read_qrels",
     "read_run",
+    "retrieve",
+    "retrieve_reference",
+    "sentence_transformer",
     "summarize",
     "sweep",
+    "unmatched_queries",
     "windows",
     "write_report",
     "write_run",
@@ -95,7 +111,10 @@ _STAGES = {
     ),
     "ragframe.fetch": "FetchConfig HighlightConfig fetch highlight missing_documents",
     "ragframe.postprocess": "PostprocessConfig postprocess",
-    "ragframe.reference": "postprocess_reference",
+    "ragframe.reference": "postprocess_reference retrieve_reference",
+    "ragframe.retrieve": (
+        "BM25Index RetrieveConfig bm25_index retrieve sentence_transformer unmatched_queries"
+    ),
     "ragframe.window": "WindowConfig assemble chunk windows",
 }
 _HOME = {name: module for module, names in _STAGES.items() for name in names.split()}
@@ -117,7 +136,8 @@ def __dir__() -> list[str]:
 
 class _Package(types.ModuleType):
     """``ragframe``'s module type: importing a subpackage named like a public function
-    (``ragframe.fetch``, ``ragframe.postprocess``, ``ragframe.evaluate``) does not make
+    (``ragframe.fetch``, ``ragframe.postprocess``, ``ragframe.evaluate``,
+    ``ragframe.retrieve``) does not make
     the name mean the subpackage (the import system sets the parent's attribute; here
     that is ignored, the subpackage stays in ``sys.modules``), so ``ragframe.fetch`` is
     always the function, as it was when every name was imported eagerly."""

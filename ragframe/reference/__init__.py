@@ -11,6 +11,7 @@ are read by attribute, so the engine's configs can be passed as they are.
 :mod:`.fetch`              SPEC 2 and 2.1 (:func:`reference_fetch`,
                            :func:`reference_highlight`)
 :mod:`._analysis`          SPEC 2.1 token, blank and sentence rules
+:mod:`.retrieve`           SPEC 6, BM25 (:func:`retrieve_reference`)
 =========================  =================================================
 """
 
@@ -18,5 +19,6 @@ from __future__ import annotations
 
 from ragframe.reference.fetch import reference_fetch, reference_highlight
 from ragframe.reference.postprocess import postprocess_reference
+from ragframe.reference.retrieve import retrieve_reference
 
-__all__ = ["postprocess_reference", "reference_fetch", "reference_highlight"]
+__all__ = ["postprocess_reference", "reference_fetch", "reference_highlight", "retrieve_reference"]

@@ -12,9 +12,6 @@ clauses' float32 scores (Lucene's disjunction and WAND scorers sum in double).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -23,7 +20,9 @@ import polars as pl
 
 from ragframe.retrieve._analysis import analyze
 from ragframe.retrieve._index import BM25Index
+from ragframe.retrieve._output import Hits
 from ragframe.retrieve._norms import average_length, idf, norm_cache
+from ragframe.retrieve._parts import in_parts
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -31,15 +30,6 @@ F32 = npt.NDArray[np.float32]
 
 QUERIES_PER_PART = 256
 """Queries per kernel call (each call allocates its per-chunk scratch once)."""
-
-
-class Hits(NamedTuple):
-    """Every query's top chunks: query row, chunk row and score, query by query, best
-    first (ties: the lower chunk row)."""
-
-    query: I64
-    chunk: I32
-    score: F32
 
 
 class Clauses(NamedTuple):
@@ -89,27 +79,6 @@ def _bounds(index: BM25Index, terms: I32, weights: F32, k1: float, b: float) -> 
     return bounds
 
 
-def _threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on every platform
-        return os.cpu_count() or 1
-
-
-def in_parts(run: Callable[[int, int], None], n: int, per_part: int) -> None:
-    """``run(lo, hi)`` over ``range(n)`` in parts of ``per_part``, on one thread per CPU
-    (the kernels release the GIL)."""
-    bounds = [*range(0, n, per_part), n]
-    parts = list(zip(bounds[:-1], bounds[1:], strict=True))
-    if len(parts) <= 1:
-        for lo, hi in parts:
-            run(lo, hi)
-        return
-    with ThreadPoolExecutor(min(_threads(), len(parts))) as pool:
-        for done in [pool.submit(run, lo, hi) for lo, hi in parts]:
-            done.result()
-
-
 def search(index: BM25Index, texts: pl.Series, k: int, k1: float, b: float) -> Hits:
     """Every query's top ``k`` chunks (fewer where fewer match; none where none does)."""
     from ragframe.retrieve._kernels import _search
@@ -128,7 +97,7 @@ def search(index: BM25Index, texts: pl.Series, k: int, k1: float, b: float) -> H
             docs[lo * k : hi * k], scores[lo * k : hi * k], counts[lo:hi],
         )  # fmt: skip
 
-    in_parts(run, n, QUERIES_PER_PART)
+    in_parts(run, 0, n, QUERIES_PER_PART)
     keep = np.arange(k)[None, :] < counts[:, None]
     rows = np.repeat(np.arange(n, dtype=np.int64), counts)
     return Hits(rows, docs.reshape(n, k)[keep], scores.reshape(n, k)[keep])

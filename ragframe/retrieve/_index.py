@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -125,9 +126,20 @@ def _blocks(texts: pl.Series) -> list[tuple[int, int]]:
     return list(pairwise(rows))
 
 
-def build_index(chunks: pl.DataFrame, text: pl.Series) -> BM25Index:
+def build_index(chunks: pl.DataFrame, text: pl.Series, *, progress: bool | None = False) -> BM25Index:
     """The index of ``text`` (one chunk per row; null is empty), with ``chunks`` (the
-    key columns, as many rows) kept for the output."""
+    key columns, as many rows) kept for the output; ``progress``: a bar over the chunks
+    (None: where someone watches, as the dataset runs do)."""
+    from ragframe.dataset._progress import Progress
+
+    blocks = _blocks(text)
+    with Progress("bm25 index", text.len(), len(blocks), "chunk", progress) as bar:
+        pairs, lengths, vocab = _pairs(text, blocks, bar)
+    return _postings_of(chunks, vocab, pairs, lengths)
+
+
+def _pairs(text: pl.Series, blocks: list[tuple[int, int]], bar: Any) -> tuple[list[tuple[int, I32, I32, I64]], I32, Vocabulary]:
+    """Each block's (chunk, term, frequency) pairs, each chunk's length, the vocabulary."""
     from ragframe.retrieve._kernels import _postings
 
     vocab = Vocabulary()
@@ -135,7 +147,7 @@ def build_index(chunks: pl.DataFrame, text: pl.Series) -> BM25Index:
     position = np.zeros(0, dtype=np.int64)
     lengths = np.zeros(text.len(), dtype=np.int32)
     pairs: list[tuple[int, I32, I32, I64]] = []
-    for lo, hi in _blocks(text):
+    for lo, hi in blocks:
         tokens = analyze(text.slice(lo, hi - lo), vocab, insert=True)
         lengths[lo:hi] = np.diff(tokens.starts)
         if len(vocab) > stamp.size:
@@ -149,6 +161,16 @@ def build_index(chunks: pl.DataFrame, text: pl.Series) -> BM25Index:
             tokens.ids, tokens.starts, lo, stamp, position, terms, freqs, counts
         )
         pairs.append((lo, terms[:n].copy(), freqs[:n].copy(), counts))
+        bar.advance(hi - lo, terms=len(vocab))
+    return pairs, lengths, vocab
+
+
+def _postings_of(
+    chunks: pl.DataFrame, vocab: Vocabulary, pairs: list[tuple[int, I32, I32, I64]], lengths: I32
+) -> BM25Index:
+    """The counting sort of every block's pairs by term: the postings."""
+    from ragframe.retrieve._kernels import _postings
+
     df = np.zeros(len(vocab), dtype=np.int64)
     for _, terms, _, _ in pairs:
         df += np.bincount(terms, minlength=len(vocab))
