@@ -54,7 +54,8 @@ def _score(weight: np.float32, tf: int, length: int, k1: np.float32, b: np.float
     """One term's score in one chunk, as Lucene 8 computes it in float."""
     one = np.float32(1.0)
     decoded = np.float32(byte_length(norm_byte(length)))
-    norm_inverse = one / (k1 * ((one - b) + b * decoded / avgdl))
+    with np.errstate(divide="ignore"):  # k1 = 0: an infinite inverse, the score is the weight
+        norm_inverse = one / (k1 * ((one - b) + b * decoded / avgdl))
     return weight - weight / (one + np.float32(tf) * norm_inverse)
 
 

@@ -59,7 +59,7 @@ def column_vectors(frame: pl.DataFrame, name: str, what: str) -> tuple[F32, Flag
     width = column.dtype.size  # type: ignore[union-attr]
     matrix = np.zeros((0, width), dtype=np.float32)
     if column.len():
-        matrix = np.ascontiguousarray(column.to_numpy(), dtype=np.float32).reshape(-1, width)
+        matrix = np.array(column.to_numpy(), dtype=np.float32).reshape(-1, width)
         matrix[~present] = 0.0
     _check_finite(matrix, present, name, what)
     return matrix, present
