@@ -40,7 +40,9 @@ def _probabilities() -> npt.NDArray[np.float64]:
     return weights / weights.sum()
 
 
-def _texts(rng: np.random.Generator, lengths: npt.NDArray[np.int64], words: list[bytes]) -> pa.Array:
+def _texts(
+    rng: np.random.Generator, lengths: npt.NDArray[np.int64], words: list[bytes]
+) -> pa.Array:
     """One text per entry of ``lengths`` (its number of words), words joined by spaces."""
     data = np.frombuffer(b"".join(w + b" " for w in words), dtype=np.uint8)
     sizes = np.array([len(w) + 1 for w in words], dtype=np.int64)

@@ -309,6 +309,7 @@ WATCHED = (
     "ragframe.fetch",
     "ragframe.postprocess",
     "ragframe.postprocess._kernels._jit",
+    "ragframe.retrieve",
     "ragframe.window",
 )
 """Modules whose loading costs a command's start-up time."""
@@ -365,6 +366,7 @@ def test_help_loads_no_stage(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("command", "stage"),
     [
+        ("retrieve", "ragframe.retrieve"),
         ("postprocess", "ragframe.postprocess"),
         ("fetch", "ragframe.fetch"),
         ("evaluate", "ragframe.evaluate"),

@@ -17,13 +17,15 @@ import ragframe as rf
 from ragframe.errors import ConfigError, DataError, SchemaError
 from tests.conftest import require_cranfield
 
-CHUNKS = pl.DataFrame({
-    "doc_id": [1, 1, 2, 3, 3],
-    "chunk_index": [0, 1, 0, 0, 1],
-    "start_char": [0, 10, 0, 0, 8],
-    "end_char": [12, 20, 11, 10, 16],
-    "text": ["Wing lift and drag", "the wing body", "shock waves", "wing wing", None],
-})
+CHUNKS = pl.DataFrame(
+    {
+        "doc_id": [1, 1, 2, 3, 3],
+        "chunk_index": [0, 1, 0, 0, 1],
+        "start_char": [0, 10, 0, 0, 8],
+        "end_char": [12, 20, 11, 10, 16],
+        "text": ["Wing lift and drag", "the wing body", "shock waves", "wing wing", None],
+    }
+)
 QUERIES = pl.DataFrame({"query_id": ["a", "b", "c"], "text": ["wing", "drag shock", "??"]})
 
 
@@ -33,8 +35,15 @@ def _rows(frame: pl.DataFrame) -> list[tuple[Any, ...]]:
 
 def test_the_output_is_the_candidate_layout_with_offsets() -> None:
     out = rf.retrieve(CHUNKS, QUERIES, k=2).collect()
-    assert out.columns == ["query_id", "doc_id", "chunk_index", "start_char", "end_char",
-                           "similarity", "rank"]
+    assert out.columns == [
+        "query_id",
+        "doc_id",
+        "chunk_index",
+        "start_char",
+        "end_char",
+        "similarity",
+        "rank",
+    ]
     assert out.schema["similarity"] == pl.Float64 and out.schema["rank"] == pl.Int64
     # "wing wing" (2 tokens) first, then "the wing body" (3) before "Wing lift and drag" (4)
     assert _rows(out) == [("a", 3, 0, 1), ("a", 1, 1, 2), ("b", 2, 0, 1), ("b", 1, 0, 2)]
@@ -45,7 +54,14 @@ def test_the_output_is_the_candidate_layout_with_offsets() -> None:
 def test_entity_id_and_entity_type_are_carried() -> None:
     chunks = CHUNKS.rename({"doc_id": "entity_id"}).with_columns(entity_type=pl.lit("page"))
     out = rf.retrieve(chunks.drop("start_char", "end_char"), QUERIES, k=1).collect()
-    assert out.columns == ["query_id", "entity_id", "entity_type", "chunk_index", "similarity", "rank"]
+    assert out.columns == [
+        "query_id",
+        "entity_id",
+        "entity_type",
+        "chunk_index",
+        "similarity",
+        "rank",
+    ]
 
 
 def test_a_query_that_matches_nothing_has_no_rows_and_is_reported() -> None:
@@ -57,8 +73,13 @@ def test_a_query_that_matches_nothing_has_no_rows_and_is_reported() -> None:
 
 
 def test_ties_go_to_the_earlier_chunk_row() -> None:
-    chunks = pl.DataFrame({"doc_id": [5, 4, 3, 2], "chunk_index": [0, 0, 0, 0],
-                           "text": ["lift", "drag", "lift", "lift"]})
+    chunks = pl.DataFrame(
+        {
+            "doc_id": [5, 4, 3, 2],
+            "chunk_index": [0, 0, 0, 0],
+            "text": ["lift", "drag", "lift", "lift"],
+        }
+    )
     out = rf.retrieve(chunks, pl.DataFrame({"query_id": [1], "text": ["lift"]}), k=2).collect()
     assert out["doc_id"].to_list() == [5, 3]
     assert out["similarity"][0] == out["similarity"][1]
@@ -78,8 +99,9 @@ def test_nothing_runs_until_collected() -> None:
         called.append(len(texts))
         return np.ones((len(texts), 2), dtype=np.float32)
 
-    plan = rf.retrieve(CHUNKS.with_columns(pl.col("text").fill_null("")), QUERIES,
-                       method="dense", embed=embed)
+    plan = rf.retrieve(
+        CHUNKS.with_columns(pl.col("text").fill_null("")), QUERIES, method="dense", embed=embed
+    )
     assert called == [] and plan.collect_schema()["similarity"] == pl.Float64
     plan.collect()
     assert called
@@ -87,10 +109,35 @@ def test_nothing_runs_until_collected() -> None:
 
 # --- BM25 against the reference ---------------------------------------------------------
 
-_WORDS = ["wing", "Wing", "WING", "lift", "e.g.", "2.71", "x-y", "İ", "Σ", "ß", "日本",
-          "a_b", "__", "don't", "Ǆ", "k", "\u212a", "body", "the", " ", "\n", "!!"]
-_text = st.one_of(st.none(), st.lists(st.sampled_from(_WORDS), max_size=12).map(" ".join),
-                  st.text(alphabet="ab AB.-'\u0130\u03a3", max_size=20))
+_WORDS = [
+    "wing",
+    "Wing",
+    "WING",
+    "lift",
+    "e.g.",
+    "2.71",
+    "x-y",
+    "İ",
+    "Σ",
+    "ß",
+    "日本",
+    "a_b",
+    "__",
+    "don't",
+    "Ǆ",
+    "k",
+    "\u212a",
+    "body",
+    "the",
+    " ",
+    "\n",
+    "!!",
+]
+_text = st.one_of(
+    st.none(),
+    st.lists(st.sampled_from(_WORDS), max_size=12).map(" ".join),
+    st.text(alphabet="ab AB.-'\u0130\u03a3", max_size=20),
+)
 
 
 @given(
@@ -100,11 +147,16 @@ _text = st.one_of(st.none(), st.lists(st.sampled_from(_WORDS), max_size=12).map(
     k1=st.sampled_from([0.0, 0.5, 1.2, 3.0]),
     b=st.sampled_from([0.0, 0.3, 0.75, 1.0]),
 )
-def test_bm25_equals_the_reference(texts: list[str | None], queries: list[str | None], k: int, k1: float, b: float) -> None:
-    chunks = pl.DataFrame({"doc_id": range(len(texts)), "chunk_index": [0] * len(texts),
-                           "text": texts}, schema_overrides={"text": pl.String})
-    asked = pl.DataFrame({"query_id": range(len(queries)), "text": queries},
-                         schema_overrides={"text": pl.String})
+def test_bm25_equals_the_reference(
+    texts: list[str | None], queries: list[str | None], k: int, k1: float, b: float
+) -> None:
+    chunks = pl.DataFrame(
+        {"doc_id": range(len(texts)), "chunk_index": [0] * len(texts), "text": texts},
+        schema_overrides={"text": pl.String},
+    )
+    asked = pl.DataFrame(
+        {"query_id": range(len(queries)), "text": queries}, schema_overrides={"text": pl.String}
+    )
     got = rf.retrieve(chunks, asked, k=k, k1=k1, b=b).collect().to_dicts()
     assert got == rf.retrieve_reference(chunks, asked, k=k, k1=k1, b=b)
 
@@ -116,8 +168,12 @@ def test_the_search_kernel_prunes_exactly_on_cranfield() -> None:
     chunks = pl.read_parquet(data / "chunks.parquet")
     queries = pl.read_parquet(data / "queries.parquet").head(40)
     for k in (1, 3, 50):
-        got = rf.retrieve(chunks, queries, k=k).collect().select(
-            "query_id", "doc_id", "chunk_index", "similarity", "rank").to_dicts()
+        got = (
+            rf.retrieve(chunks, queries, k=k)
+            .collect()
+            .select("query_id", "doc_id", "chunk_index", "similarity", "rank")
+            .to_dicts()
+        )
         assert got == rf.retrieve_reference(chunks, queries, k=k), k
 
 
@@ -134,7 +190,10 @@ def test_the_index_is_saved_and_loaded(tmp_path: Path) -> None:
     assert rf.retrieve(loaded, QUERIES, k=3).collect().equals(want)
     index.save(tmp_path / "idx")  # an index folder is replaced
     assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == [
-        "chunks.parquet", "postings.parquet", "terms.parquet"]
+        "chunks.parquet",
+        "postings.parquet",
+        "terms.parquet",
+    ]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
@@ -170,7 +229,9 @@ def _tie_vectors(n: int, dims: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(-2, 3, size=(n, dims)).astype(np.float32)
 
 
-def _brute(chunks: np.ndarray, queries: np.ndarray, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
+def _brute(
+    chunks: np.ndarray, queries: np.ndarray, k: int, metric: str
+) -> tuple[np.ndarray, np.ndarray]:
     if metric == "l2":
         scores = -((queries[:, None, :] - chunks[None, :, :]) ** 2).sum(axis=2)
     else:
@@ -185,15 +246,26 @@ def _brute(chunks: np.ndarray, queries: np.ndarray, k: int, metric: str) -> tupl
 
 def _dense_frames(chunks: np.ndarray, queries: np.ndarray) -> tuple[pl.DataFrame, pl.DataFrame]:
     dims = chunks.shape[1]
-    c = pl.DataFrame({"doc_id": np.arange(len(chunks)), "chunk_index": 0,
-                      "vector": pl.Series(chunks, dtype=pl.Array(pl.Float32, dims))})
-    q = pl.DataFrame({"query_id": np.arange(len(queries)),
-                      "vector": pl.Series(queries, dtype=pl.Array(pl.Float32, dims))})
+    c = pl.DataFrame(
+        {
+            "doc_id": np.arange(len(chunks)),
+            "chunk_index": 0,
+            "vector": pl.Series(chunks, dtype=pl.Array(pl.Float32, dims)),
+        }
+    )
+    q = pl.DataFrame(
+        {
+            "query_id": np.arange(len(queries)),
+            "vector": pl.Series(queries, dtype=pl.Array(pl.Float32, dims)),
+        }
+    )
     return c, q
 
 
 @pytest.mark.parametrize("metric", ["ip", "l2", "cosine"])
-def test_dense_equals_numpy_brute_force_with_ties_in_many_blocks(monkeypatch: pytest.MonkeyPatch, metric: str) -> None:
+def test_dense_equals_numpy_brute_force_with_ties_in_many_blocks(
+    monkeypatch: pytest.MonkeyPatch, metric: str
+) -> None:
     from ragframe.retrieve import _dense
 
     chunks, queries = _tie_vectors(700, 6, 1), _tie_vectors(90, 6, 2)
@@ -235,11 +307,18 @@ def test_dense_embeds_texts_in_batches() -> None:
 
     def embed(texts: list[str]) -> np.ndarray:
         calls.append(len(texts))
-        return np.array([[sum(table.get(w, [0.0, 0.0])[i] for w in t.split()) + 0.01 for i in range(2)]
-                         for t in texts], dtype=np.float32)
+        return np.array(
+            [
+                [sum(table.get(w, [0.0, 0.0])[i] for w in t.split()) + 0.01 for i in range(2)]
+                for t in texts
+            ],
+            dtype=np.float32,
+        )
 
     chunks = CHUNKS.with_columns(pl.col("text").fill_null("lift"))
-    out = rf.retrieve(chunks, QUERIES, method="dense", metric="ip", embed=embed, batch_size=2, k=1).collect()
+    out = rf.retrieve(
+        chunks, QUERIES, method="dense", metric="ip", embed=embed, batch_size=2, k=1
+    ).collect()
     assert calls == [2, 2, 1, 2, 1]  # five chunks, then the three queries
     assert out["query_id"].to_list() == ["a", "b", "c"]
     assert out["doc_id"][0] == 3  # "wing wing"
@@ -253,16 +332,23 @@ def test_dense_embeds_texts_in_batches() -> None:
 
 
 def test_fusion_by_reciprocal_rank_at_chunk_and_document_level() -> None:
-    chunks = pl.DataFrame({"doc_id": [1, 1, 2, 3], "chunk_index": [0, 1, 0, 0],
-                           "text": ["wing wing lift", "wing lift", "lift", "drag"],
-                           "vector": [[0.0, 1.0], [0.1, 1.0], [1.0, 0.0], [0.9, 0.1]]})
+    chunks = pl.DataFrame(
+        {
+            "doc_id": [1, 1, 2, 3],
+            "chunk_index": [0, 1, 0, 0],
+            "text": ["wing wing lift", "wing lift", "lift", "drag"],
+            "vector": [[0.0, 1.0], [0.1, 1.0], [1.0, 0.0], [0.9, 0.1]],
+        }
+    )
     queries = pl.DataFrame({"query_id": [1], "text": ["wing lift"], "vector": [[1.0, 0.0]]})
     bm25 = rf.retrieve(chunks, queries, k=4).collect()
     dense = rf.retrieve(chunks, queries, k=4, method="dense", metric="ip").collect()
     fused = rf.retrieve(chunks, queries, k=4, method=["bm25", "dense"], metric="ip").collect()
 
     def rrf(frame: pl.DataFrame) -> dict[tuple[int, int], float]:
-        return {(d, i): 1 / (60 + r) for d, i, r in frame.select("doc_id", "chunk_index", "rank").rows()}
+        return {
+            (d, i): 1 / (60 + r) for d, i, r in frame.select("doc_id", "chunk_index", "rank").rows()
+        }
 
     want: dict[tuple[int, int], float] = {}
     for part in (rrf(bm25), rrf(dense)):
@@ -271,9 +357,12 @@ def test_fusion_by_reciprocal_rank_at_chunk_and_document_level() -> None:
     best = sorted(want.items(), key=lambda kv: (-kv[1], kv[0]))
     assert [key for key, _ in best] == fused.select("doc_id", "chunk_index").rows()
     np.testing.assert_allclose(fused["similarity"].to_numpy(), [v for _, v in best])
-    by_doc = rf.retrieve(chunks, queries, k=4, method=["bm25", "dense"], metric="ip",
-                         fusion="document").collect()
-    assert by_doc["doc_id"].to_list() == sorted(set(by_doc["doc_id"].to_list()), key=by_doc["doc_id"].to_list().index)
+    by_doc = rf.retrieve(
+        chunks, queries, k=4, method=["bm25", "dense"], metric="ip", fusion="document"
+    ).collect()
+    assert by_doc["doc_id"].to_list() == sorted(
+        set(by_doc["doc_id"].to_list()), key=by_doc["doc_id"].to_list().index
+    )
     doc1 = by_doc.filter(pl.col("doc_id") == 1)
     # document 1: rank 1 in BM25's documents, rank 3 in dense's: two contributions, not four
     assert doc1["similarity"].item() == pytest.approx(1 / 61 + 1 / 63)
@@ -292,7 +381,11 @@ def test_the_output_goes_into_postprocess_and_evaluate() -> None:
     per_query = rf.evaluate(qrels, candidates=candidates, blocks=blocks, k=[10]).collect()
     summary = rf.summarize(per_query)
     assert per_query.height >= queries.height
-    assert 0.2 < summary.filter(pl.col("metric") == "ndcg@10")["mean"].item() < 0.8 if "metric" in summary.columns else True
+    assert (
+        0.2 < summary.filter(pl.col("metric") == "ndcg@10")["mean"].item() < 0.8
+        if "metric" in summary.columns
+        else True
+    )
 
 
 # --- bad input --------------------------------------------------------------------------
@@ -325,14 +418,24 @@ def test_bad_parameters_are_refused_at_once(options: dict[str, Any], message: st
         (CHUNKS.drop("doc_id"), QUERIES, r"chunks: missing column 'doc_id' \(or 'entity_id'\)"),
         (CHUNKS.drop("chunk_index"), QUERIES, "chunks: missing column 'chunk_index'"),
         (CHUNKS.drop("end_char"), QUERIES, "without its pair"),
-        (CHUNKS, QUERIES.rename({"query_id": "qid"}), "queries: missing column 'query_id'; .* did you mean 'qid'"),
+        (
+            CHUNKS,
+            QUERIES.rename({"query_id": "qid"}),
+            "queries: missing column 'query_id'; .* did you mean 'qid'",
+        ),
         (CHUNKS, QUERIES.drop("text"), "queries: missing column 'text'"),
-        (CHUNKS.with_columns(pl.col("chunk_index").cast(pl.String)), QUERIES, "'chunk_index' has type"),
+        (
+            CHUNKS.with_columns(pl.col("chunk_index").cast(pl.String)),
+            QUERIES,
+            "'chunk_index' has type",
+        ),
         (CHUNKS.with_columns(text=pl.lit(3)), QUERIES, "'text' has type"),
         ([1, 2], QUERIES, "chunks must be a polars"),
     ],
 )
-def test_missing_or_mistyped_columns_are_refused_at_once(chunks: Any, queries: Any, message: str) -> None:
+def test_missing_or_mistyped_columns_are_refused_at_once(
+    chunks: Any, queries: Any, message: str
+) -> None:
     with pytest.raises(SchemaError, match=message):
         rf.retrieve(chunks, queries)
 
@@ -353,16 +456,26 @@ def test_dense_needs_vectors_or_embed() -> None:
     with pytest.raises(SchemaError, match="no vector column 'vector' and no embed"):
         rf.retrieve(CHUNKS, QUERIES, method="dense")
     with pytest.raises(SchemaError, match="expected a list or array"):
-        rf.retrieve(CHUNKS.with_columns(vector=pl.lit("x")), QUERIES, method="dense",
-                    embed=lambda t: np.zeros((len(t), 2)))
+        rf.retrieve(
+            CHUNKS.with_columns(vector=pl.lit("x")),
+            QUERIES,
+            method="dense",
+            embed=lambda t: np.zeros((len(t), 2)),
+        )
 
 
 @pytest.mark.parametrize(
     ("vectors", "message"),
     [
         ([[1.0, 2.0], [1.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]], "2 different lengths"),
-        ([[1.0, 2.0], [1.0, float("nan")], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]], "NaN, infinite or null values"),
-        ([[1.0, 2.0], [1.0, None], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]], "NaN, infinite or null values"),
+        (
+            [[1.0, 2.0], [1.0, float("nan")], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]],
+            "NaN, infinite or null values",
+        ),
+        (
+            [[1.0, 2.0], [1.0, None], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]],
+            "NaN, infinite or null values",
+        ),
         ([[1.0, 2.0], None, [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]], "null vectors"),
         ([[1.0, 2.0], [0.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]], "zero vectors"),
     ],
@@ -411,8 +524,13 @@ def test_a_real_sentence_transformers_model_from_disk(tmp_path: Path) -> None:
     (tmp_path / "bert").mkdir()
     (tmp_path / "bert" / "vocab.txt").write_text("\n".join(words) + "\n")
     tokenizer = transformers.BertTokenizerFast(str(tmp_path / "bert" / "vocab.txt"))
-    config = transformers.BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
-                                     num_attention_heads=2, intermediate_size=32)
+    config = transformers.BertConfig(
+        vocab_size=len(words),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )
     transformers.BertModel(config).save_pretrained(tmp_path / "bert")
     tokenizer.save_pretrained(tmp_path / "bert")
     body = st_lib.models.Transformer(str(tmp_path / "bert"))

@@ -20,11 +20,15 @@ from tests.conftest import require_cranfield
 
 pytestmark = [
     pytest.mark.lucene,
-    pytest.mark.skipif(not lucene_bm25.available(), reason="java, javac or Lucene's jars are missing"),
+    pytest.mark.skipif(
+        not lucene_bm25.available(), reason="java, javac or Lucene's jars are missing"
+    ),
 ]
 
 
-def _compare(chunks: pl.DataFrame, queries: pl.DataFrame, k: int, **params: float) -> tuple[int, float, list[int]]:
+def _compare(
+    chunks: pl.DataFrame, queries: pl.DataFrame, k: int, **params: float
+) -> tuple[int, float, list[int]]:
     """(queries whose top k equals Lucene's, order included; the largest relative score
     difference; the query rows that differ)."""
     got = rf.retrieve(chunks, queries, k=k, **params).collect()
@@ -73,26 +77,60 @@ def test_adversarial_text_scores_as_lucene() -> None:
     (``e.g``, ``2.71``, ``x-y``), words past 255 characters, empty and null chunks,
     a query with no token, operator words (plain words here and in the oracle)."""
     rng = np.random.default_rng(3)
-    words = ["Wing", "wing", "WING", "e.g.", "2.71", "x-y", "İstanbul", "straße", "ΣΑΣ",
-             "a" * 300, "body", "the", "of", "flow", "prandtl's", "AND", "NOT", "日本語"]
+    words = [
+        "Wing",
+        "wing",
+        "WING",
+        "e.g.",
+        "2.71",
+        "x-y",
+        "İstanbul",
+        "straße",
+        "ΣΑΣ",
+        "a" * 300,
+        "body",
+        "the",
+        "of",
+        "flow",
+        "prandtl's",
+        "AND",
+        "NOT",
+        "日本語",
+    ]
     texts: list[str | None] = [
         " ".join(rng.choice(words, size=rng.integers(1, 40))) for _ in range(400)
     ]
     texts[5], texts[17] = "", None
-    chunks = pl.DataFrame({"doc_id": np.arange(400) // 3, "chunk_index": np.arange(400) % 3,
-                           "text": texts}, schema_overrides={"text": pl.String})
-    queries = pl.DataFrame({
-        "query_id": np.arange(60),
-        "text": ["wing wing wing body", "?!", "", "İSTANBUL flow flow", "e.g. 2.71",
-                 "x-y AND NOT", "a" * 300 + " a", "日本", *[" ".join(rng.choice(words, size=5)) for _ in range(52)]],
-    })
+    chunks = pl.DataFrame(
+        {"doc_id": np.arange(400) // 3, "chunk_index": np.arange(400) % 3, "text": texts},
+        schema_overrides={"text": pl.String},
+    )
+    queries = pl.DataFrame(
+        {
+            "query_id": np.arange(60),
+            "text": [
+                "wing wing wing body",
+                "?!",
+                "",
+                "İSTANBUL flow flow",
+                "e.g. 2.71",
+                "x-y AND NOT",
+                "a" * 300 + " a",
+                "日本",
+                *[" ".join(rng.choice(words, size=5)) for _ in range(52)],
+            ],
+        }
+    )
     same, worst, differ = _compare(chunks, queries, 20)
     assert same == queries.height, differ
     assert worst == 0.0
 
 
 def test_the_one_byte_norm_is_lucenes() -> None:
-    lengths = [*range(0, 2000), *np.unique(np.geomspace(2000, 2**31 - 1, 3000).astype(np.int64)).tolist()]
+    lengths = [
+        *range(0, 2000),
+        *np.unique(np.geomspace(2000, 2**31 - 1, 3000).astype(np.int64)).tolist(),
+    ]
     codes, decoded = lucene_bm25.norms(lengths)
     assert length_to_byte(lengths).tolist() == codes
     assert byte_to_length(np.arange(256)).tolist() == decoded

@@ -1,6 +1,6 @@
 """The ``ragframe`` command line: parse arguments, build configs, call the library.
 
-One module per command: :mod:`.postprocess`, :mod:`.fetch`, :mod:`.evaluate`,
+One module per command: :mod:`.retrieve`, :mod:`.postprocess`, :mod:`.fetch`, :mod:`.evaluate`,
 :mod:`.sweep` and :mod:`.window` (the ``window`` and ``chunk`` commands). Each has an
 ``add_<name>`` function that declares the command's parser and a ``run_<name>``
 function that runs it and returns a summary dict. :mod:`._options` generates a
@@ -50,6 +50,11 @@ class Command(NamedTuple):
 
 
 COMMANDS = {
+    "retrieve": Command(
+        "retrieve",
+        "add_retrieve",
+        "search every query against the chunks: BM25 as Lucene scores it, or dense",
+    ),
     "postprocess": Command(
         "postprocess",
         "add_postprocess",

@@ -47,10 +47,13 @@ def byte_length(byte: int) -> int:
 
 def analyzed(text: str | None) -> list[str]:
     """``StandardAnalyzer`` without stop words: the tokens, lower-cased as Java does."""
-    return [java_lower(text[s:e]) for s, e in tokens(text or "")]
+    plain = text or ""
+    return [java_lower(plain[s:e]) for s, e in tokens(plain)]
 
 
-def _score(weight: np.float32, tf: int, length: int, k1: np.float32, b: np.float32, avgdl: np.float32) -> np.float32:
+def _score(
+    weight: np.float32, tf: int, length: int, k1: np.float32, b: np.float32, avgdl: np.float32
+) -> np.float32:
     """One term's score in one chunk, as Lucene 8 computes it in float."""
     one = np.float32(1.0)
     decoded = np.float32(byte_length(norm_byte(length)))
@@ -79,7 +82,9 @@ def retrieve_reference(
     k1_, b_ = np.float32(k1), np.float32(b)
     ids, chunk_indexes = chunks[key].to_list(), chunks["chunk_index"].to_list()
     out: list[dict[str, Any]] = []
-    for query_id, text in zip(queries["query_id"].to_list(), queries["text"].to_list(), strict=True):
+    for query_id, text in zip(
+        queries["query_id"].to_list(), queries["text"].to_list(), strict=True
+    ):
         clauses = Counter(analyzed(text))  # a repeated token: one clause, boosted
         hits = []
         for row, doc in enumerate(docs):
@@ -96,6 +101,13 @@ def retrieve_reference(
                 hits.append((float(np.float32(total_score)), row))
         hits.sort(key=lambda hit: (-hit[0], hit[1]))
         for rank, (score, row) in enumerate(hits[:k], start=1):
-            out.append({"query_id": query_id, key: ids[row], "chunk_index": chunk_indexes[row],
-                        "similarity": score, "rank": rank})
+            out.append(
+                {
+                    "query_id": query_id,
+                    key: ids[row],
+                    "chunk_index": chunk_indexes[row],
+                    "similarity": score,
+                    "rank": rank,
+                }
+            )
     return out

@@ -31,12 +31,12 @@ import numpy as np
 import polars as pl
 
 from ragframe import schema as c
+from ragframe.errors import DataError
 from ragframe.retrieve import _bm25, _dense
 from ragframe.retrieve._config import FusionLevel, Method, Metric, RetrieveConfig, resolve
 from ragframe.retrieve._embed import sentence_transformer
 from ragframe.retrieve._fusion import document_codes, fuse
 from ragframe.retrieve._index import BM25Index, build_index
-from ragframe.errors import DataError
 from ragframe.retrieve._inputs import Embed, Inputs, blank, check, checked_queries, chunk_keys
 from ragframe.retrieve._output import Hits, candidates, unmatched_queries
 
@@ -148,14 +148,19 @@ def bm25_index(chunks: Any, *, progress: bool | None = False) -> BM25Index:
     return build_index(table.select(keys), table[c.TEXT], progress=progress)
 
 
-def _run(inputs: Inputs, config: RetrieveConfig, embed: Embed | None, progress: bool | None) -> pl.DataFrame:
+def _run(
+    inputs: Inputs, config: RetrieveConfig, embed: Embed | None, progress: bool | None
+) -> pl.DataFrame:
     query_columns = [c.QUERY_ID, *([c.TEXT] if inputs.query_text else [])]
     if "dense" in config.methods and config.query_vectors in inputs.queries.collect_schema():
         query_columns.append(config.query_vectors)
     queries = checked_queries(inputs.queries.select(list(dict.fromkeys(query_columns))).collect())
     chunks = _chunks(inputs, config)
     keys = inputs.index.chunks if inputs.index is not None else chunks.select(inputs.keys)
-    results = [_search(method, inputs, config, embed, progress, chunks, queries) for method in config.methods]
+    results = [
+        _search(method, inputs, config, embed, progress, chunks, queries)
+        for method in config.methods
+    ]
     if len(results) == 1:
         hits = results[0]
     else:
@@ -192,18 +197,25 @@ def _search(
         chunk_vectors, present = _dense.column_vectors(chunks, config.vectors, "chunks")
         if not present.all():
             row = int(np.flatnonzero(~present)[0])
-            raise DataError(f"chunks: vector column '{config.vectors}' has "
-                                   f"{int((~present).sum())} null vectors; first: row {row}; "
-                                   "expected a vector on every chunk")
+            raise DataError(
+                f"chunks: vector column '{config.vectors}' has "
+                f"{int((~present).sum())} null vectors; first: row {row}; "
+                "expected a vector on every chunk"
+            )
     else:
-        chunk_vectors = _dense.embedded(chunks[c.TEXT], embed, config.batch_size, "chunk")  # type: ignore[arg-type]
+        assert embed is not None  # checked with the columns
+        chunk_vectors = _dense.embedded(chunks[c.TEXT], embed, config.batch_size, "chunk")
     if config.query_vectors in queries.columns:
         query_vectors, asked = _dense.column_vectors(queries, config.query_vectors, "queries")
     else:
         asked = ~blank(queries[c.TEXT]).to_numpy()
         query_vectors = np.zeros((queries.height, chunk_vectors.shape[1]), dtype=np.float32)
-        found = _dense.embedded(queries[c.TEXT].filter(pl.Series(asked)), embed, config.batch_size, "query")  # type: ignore[arg-type]
+        assert embed is not None  # checked with the columns
+        texts = queries[c.TEXT].filter(pl.Series(asked))
+        found = _dense.embedded(texts, embed, config.batch_size, "query")
         _dense.check_width(chunk_vectors, found)
         query_vectors[asked] = found
     _dense.check_width(chunk_vectors, query_vectors)
-    return _dense.search(chunk_vectors, query_vectors, asked, config.depth, config.metric, config.block_size)
+    return _dense.search(
+        chunk_vectors, query_vectors, asked, config.depth, config.metric, config.block_size
+    )

@@ -47,7 +47,9 @@ def analyze(texts: pl.Series, vocab: Vocabulary, *, insert: bool) -> Tokens:
     plain[multi] = False
     ids = np.empty(begin.size, dtype=np.int32)
     ids[plain] = vocab.ids(buf.data, begin[plain], lengths[plain], lower=True, insert=insert)
-    lowered = java_lower_tokens(strings(buf.data, begin[multi], lengths[multi]), np.arange(multi.size))
+    lowered = java_lower_tokens(
+        strings(buf.data, begin[multi], lengths[multi]), np.arange(multi.size)
+    )
     data, offsets = string_bytes(lowered)
     ids[multi] = vocab.ids(data, offsets[:-1], np.diff(offsets), lower=False, insert=insert)
     return Tokens(ids, starts)

@@ -20,8 +20,8 @@ import polars as pl
 
 from ragframe.retrieve._analysis import analyze
 from ragframe.retrieve._index import BM25Index
-from ragframe.retrieve._output import Hits
 from ragframe.retrieve._norms import average_length, idf, norm_cache
+from ragframe.retrieve._output import Hits
 from ragframe.retrieve._parts import in_parts
 
 I32 = npt.NDArray[np.int32]

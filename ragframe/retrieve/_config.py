@@ -43,8 +43,8 @@ class RetrieveConfig:
     Args:
         k: chunks kept per query, best first (>= 1).
         method: the retriever: ``bm25`` (Lucene 8's BM25, the default) or ``dense``
-            (exact nearest neighbours of vectors); a list of several fuses their
-            results by reciprocal rank.
+            (exact nearest neighbours of vectors); several (a list, or names joined
+            by commas: ``bm25,dense``) fuse their results by reciprocal rank.
         k1: BM25's term-frequency saturation (Lucene's default 1.2; >= 0).
         b: BM25's length normalization (Lucene's default 0.75; 0 to 1).
         metric: dense similarity: ``cosine`` (of the normalized vectors), ``ip``
@@ -72,7 +72,7 @@ class RetrieveConfig:
     """
 
     k: int = 10
-    method: Method | tuple[Method, ...] = "bm25"
+    method: Method | tuple[Method, ...] | str = "bm25"
     k1: float = 1.2
     b: float = 0.75
     metric: Metric = "cosine"
@@ -86,9 +86,13 @@ class RetrieveConfig:
 
     def __post_init__(self) -> None:
         set_ints(self, {"k": 1, "batch_size": 1, "block_size": 1, "rrf_k": 1, "fusion_depth": 1})
-        methods = (self.method,) if isinstance(self.method, str) else self.method
+        methods: Any = self.method
+        if isinstance(methods, str):
+            methods = tuple(part.strip() for part in methods.split(","))
         if not isinstance(methods, tuple | list) or not methods:
-            raise ConfigError(f"method must be 'bm25', 'dense' or a list of them, got {self.method!r}")
+            raise ConfigError(
+                f"method must be 'bm25', 'dense' or a list of them, got {self.method!r}"
+            )
         for method in methods:
             _check_choice("method", method, get_args(Method))
         if len(set(methods)) != len(methods):
@@ -105,7 +109,7 @@ class RetrieveConfig:
     @property
     def methods(self) -> tuple[Method, ...]:
         """The retrievers, in order."""
-        return (self.method,) if isinstance(self.method, str) else self.method
+        return (self.method,) if isinstance(self.method, str) else self.method  # type: ignore[return-value]
 
     @property
     def depth(self) -> int:
@@ -114,7 +118,9 @@ class RetrieveConfig:
         return self.k if len(self.methods) == 1 else max(self.k, self.fusion_depth)
 
 
-def resolve(config: RetrieveConfig | Mapping[str, Any] | None, options: Mapping[str, Any]) -> RetrieveConfig:
+def resolve(
+    config: RetrieveConfig | Mapping[str, Any] | None, options: Mapping[str, Any]
+) -> RetrieveConfig:
     """The config ``config`` (None: the defaults; a mapping of fields) with ``options``
     (fields given as keywords) replacing its fields."""
     base = as_config(config, RetrieveConfig)
@@ -123,5 +129,7 @@ def resolve(config: RetrieveConfig | Mapping[str, Any] | None, options: Mapping[
     names = {f.name for f in dataclasses.fields(RetrieveConfig)}
     unknown = sorted(set(options) - names)
     if unknown:
-        raise ConfigError(f"unknown retrieve option {unknown[0]!r}; expected one of {sorted(names)}")
+        raise ConfigError(
+            f"unknown retrieve option {unknown[0]!r}; expected one of {sorted(names)}"
+        )
     return dataclasses.replace(base, **options)

@@ -20,9 +20,9 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe.errors import DataError, SchemaError
+from ragframe.retrieve._config import Metric
 from ragframe.retrieve._output import Hits
 from ragframe.retrieve._parts import in_parts, threads
-from ragframe.retrieve._config import Metric
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -55,8 +55,8 @@ def column_vectors(frame: pl.DataFrame, name: str, what: str) -> tuple[F32, Flag
         width = int(dims[0]) if dims.len() else 0
         column = column.cast(pl.Array(pl.Float32, width))
     else:
-        column = column.cast(pl.Array(pl.Float32, column.dtype.size))  # type: ignore[union-attr]
-    width = column.dtype.size  # type: ignore[union-attr]
+        column = column.cast(pl.Array(pl.Float32, getattr(column.dtype, "size", 0)))
+    width = int(getattr(column.dtype, "size", 0))
     matrix = np.zeros((0, width), dtype=np.float32)
     if column.len():
         matrix = np.array(column.to_numpy(), dtype=np.float32).reshape(-1, width)
@@ -93,16 +93,25 @@ def embedded(
         try:
             matrix = np.asarray(out, dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            raise DataError(f"embed returned {type(out).__name__} for {what}; expected a "
-                            f"float32 matrix ({exc})") from exc
-        if matrix.ndim != 2 or matrix.shape[0] != len(batch) or (width >= 0 and matrix.shape[1] != width):
+            raise DataError(
+                f"embed returned {type(out).__name__} for {what}; expected a float32 matrix ({exc})"
+            ) from exc
+        if (
+            matrix.ndim != 2
+            or matrix.shape[0] != len(batch)
+            or (width >= 0 and matrix.shape[1] != width)
+        ):
             expected = f"({len(batch)}, {width if width >= 0 else 'dims'})"
-            raise DataError(f"embed returned shape {matrix.shape} for a batch of {len(batch)} "
-                            f"{what} texts; expected {expected}: one row of the same width per text")
+            raise DataError(
+                f"embed returned shape {matrix.shape} for a batch of {len(batch)} "
+                f"{what} texts; expected {expected}: one row of the same width per text"
+            )
         width = matrix.shape[1]
         if not np.isfinite(matrix).all():
-            raise DataError(f"embed returned NaN or infinite values for {what} "
-                            f"(batch starting at row {lo}); expected finite numbers")
+            raise DataError(
+                f"embed returned NaN or infinite values for {what} "
+                f"(batch starting at row {lo}); expected finite numbers"
+            )
         parts.append(matrix)
     return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
 
@@ -111,9 +120,12 @@ def _normalized(vectors: F32, present: Flags, what: str) -> F32:
     norms = np.linalg.norm(vectors, axis=1)
     zero = (norms == 0) & present
     if zero.any():
-        raise DataError(f"{what}: {int(zero.sum())} zero vectors (first: row "
-                        f"{int(np.flatnonzero(zero)[0])}) have no cosine; expected non-zero vectors")
-    out: F32 = vectors / np.where(norms == 0, 1, norms)[:, None].astype(np.float32)
+        raise DataError(
+            f"{what}: {int(zero.sum())} zero vectors (first: row "
+            f"{int(np.flatnonzero(zero)[0])}) have no cosine; expected non-zero vectors"
+        )
+    scale = np.where(norms == 0, np.float32(1.0), norms).astype(np.float32)
+    out: F32 = (vectors / scale[:, None]).astype(np.float32, copy=False)
     return out
 
 
@@ -133,8 +145,10 @@ def search(
     from ragframe.retrieve._kernels import _topk
 
     if chunks.shape[1] != queries.shape[1] and chunks.shape[0] and queries.shape[0]:
-        raise DataError(f"chunk vectors have {chunks.shape[1]} dimensions, query vectors "
-                        f"{queries.shape[1]}; expected the same")
+        raise DataError(
+            f"chunk vectors have {chunks.shape[1]} dimensions, query vectors "
+            f"{queries.shape[1]}; expected the same"
+        )
     if metric == "cosine":
         chunks = _normalized(chunks, np.ones(chunks.shape[0], dtype=bool), "chunks")
         queries = _normalized(queries, present, "queries")
@@ -150,10 +164,14 @@ def search(
         hi = min(n, lo + block_size)
         for first in range(0, chunks.shape[0], CHUNK_BLOCK):
             part = chunks[first : first + CHUNK_BLOCK]
-            block = _block_scores(queries[lo:hi], part, metric, q_norms[lo:hi], c_norms[first : first + CHUNK_BLOCK])
+            block = _block_scores(
+                queries[lo:hi], part, metric, q_norms[lo:hi], c_norms[first : first + CHUNK_BLOCK]
+            )
 
             def merge(a: int, b: int, block: F32 = block, first: int = first, lo: int = lo) -> None:
-                _topk.merge_block(block[a - lo : b - lo], first, a, b, heap_scores, heap_rows, sizes)
+                _topk.merge_block(
+                    block[a - lo : b - lo], first, a, b, heap_scores, heap_rows, sizes
+                )
 
             in_parts(merge, lo, hi, max(1, -(-(hi - lo) // threads())))
     _topk.ordered(heap_scores, heap_rows, sizes)
@@ -164,5 +182,7 @@ def search(
 def check_width(chunks: F32, queries: F32) -> None:
     """Chunk and query vectors must have the same width."""
     if chunks.shape[0] and queries.shape[0] and chunks.shape[1] != queries.shape[1]:
-        raise SchemaError(f"chunk vectors have {chunks.shape[1]} dimensions, query vectors "
-                          f"{queries.shape[1]}; expected the same")
+        raise SchemaError(
+            f"chunk vectors have {chunks.shape[1]} dimensions, query vectors "
+            f"{queries.shape[1]}; expected the same"
+        )

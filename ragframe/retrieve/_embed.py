@@ -34,10 +34,10 @@ def sentence_transformer(
             folder holding a model (nothing is ever downloaded).
 
     Example:
-        >>> sentence_transformer("no/such/folder")
+        >>> sentence_transformer("no/such/folder")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ragframe.errors.ConfigError: no/such/folder is not a folder holding a sentence-transformers model (nothing is downloaded); expected the folder SentenceTransformer.save wrote
+        ragframe.errors.ConfigError: no/such/folder is not a folder holding a ...
     """
     folder = Path(path)
     if not folder.is_dir() or not any(

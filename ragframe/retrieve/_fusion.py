@@ -33,14 +33,20 @@ def document_codes(ids: pl.Series) -> I64:
 def _lists(results: list[Hits], level: FusionLevel, docs: I64 | None) -> pl.DataFrame:
     frames = []
     for method, hits in enumerate(results):
-        frame = pl.DataFrame({
-            "q": hits.query, "chunk": hits.chunk.astype(np.int64),
-            "rank": ranks(hits.query), "method": np.full(hits.query.size, method),
-        })
+        frame = pl.DataFrame(
+            {
+                "q": hits.query,
+                "chunk": hits.chunk.astype(np.int64),
+                "rank": ranks(hits.query),
+                "method": np.full(hits.query.size, method),
+            }
+        )
         if level == "document" and docs is not None:
-            frame = frame.with_columns(doc=docs[hits.chunk]).filter(
-                pl.struct("q", "doc").is_first_distinct()
-            ).with_columns(rank=pl.int_range(1, pl.len() + 1).over("q"))
+            frame = (
+                frame.with_columns(doc=docs[hits.chunk])
+                .filter(pl.struct("q", "doc").is_first_distinct())
+                .with_columns(rank=pl.int_range(1, pl.len() + 1).over("q"))
+            )
         else:
             frame = frame.with_columns(doc=pl.col("chunk"))
         frames.append(frame)

@@ -126,7 +126,9 @@ def _blocks(texts: pl.Series) -> list[tuple[int, int]]:
     return list(pairwise(rows))
 
 
-def build_index(chunks: pl.DataFrame, text: pl.Series, *, progress: bool | None = False) -> BM25Index:
+def build_index(
+    chunks: pl.DataFrame, text: pl.Series, *, progress: bool | None = False
+) -> BM25Index:
     """The index of ``text`` (one chunk per row; null is empty), with ``chunks`` (the
     key columns, as many rows) kept for the output; ``progress``: a bar over the chunks
     (None: where someone watches, as the dataset runs do)."""
@@ -138,7 +140,9 @@ def build_index(chunks: pl.DataFrame, text: pl.Series, *, progress: bool | None 
     return _postings_of(chunks, vocab, pairs, lengths)
 
 
-def _pairs(text: pl.Series, blocks: list[tuple[int, int]], bar: Any) -> tuple[list[tuple[int, I32, I32, I64]], I32, Vocabulary]:
+def _pairs(
+    text: pl.Series, blocks: list[tuple[int, int]], bar: Any
+) -> tuple[list[tuple[int, I32, I32, I64]], I32, Vocabulary]:
     """Each block's (chunk, term, frequency) pairs, each chunk's length, the vocabulary."""
     from ragframe.retrieve._kernels import _postings
 
@@ -197,7 +201,8 @@ def _meta(index: BM25Index) -> dict[bytes, bytes]:
     return {b"ragframe": json.dumps(info).encode()}
 
 
-def _is_index(folder: Path) -> bool:
+def is_index(folder: Path) -> bool:
+    """Whether ``folder`` holds an index :meth:`BM25Index.save` wrote."""
     try:
         meta = pq.read_schema(folder / FILES[0]).metadata or {}
     except (OSError, pa.ArrowException):
@@ -211,7 +216,7 @@ def save_index(index: BM25Index, path: str | os.PathLike[str]) -> None:
     target = Path(os.path.realpath(path))
     if target.exists() and not target.is_dir():
         raise RagframeError(f"cannot write the index to {shown}: it is a file; expected a folder")
-    if target.is_dir() and any(target.iterdir()) and not _is_index(target):
+    if target.is_dir() and any(target.iterdir()) and not is_index(target):
         raise RagframeError(
             f"cannot write the index to {shown}: the folder holds other files; expected "
             "a new or empty folder, or a ragframe index to replace"
@@ -239,7 +244,7 @@ def load_index(path: str | os.PathLike[str]) -> BM25Index:
     """:meth:`BM25Index.load`."""
     shown = os.fspath(path)
     folder = Path(path)
-    if not _is_index(folder):
+    if not is_index(folder):
         raise DataError(
             f"{shown} is not a ragframe BM25 index (expected a folder written by "
             f"BM25Index.save or 'ragframe retrieve --index', holding {', '.join(FILES)})"

@@ -59,8 +59,10 @@ def chunk_keys(schema: pl.Schema, what: str = "chunks") -> list[str]:
     keys.append(c.CHUNK_INDEX)
     offsets = [n for n in (c.START_CHAR, c.END_CHAR) if n in schema]
     if len(offsets) == 1:
-        raise SchemaError(f"{what}: has '{offsets[0]}' without its pair; expected both "
-                          f"'{c.START_CHAR}' and '{c.END_CHAR}', or neither")
+        raise SchemaError(
+            f"{what}: has '{offsets[0]}' without its pair; expected both "
+            f"'{c.START_CHAR}' and '{c.END_CHAR}', or neither"
+        )
     keys += offsets
     return keys
 
@@ -72,15 +74,15 @@ def _needs(config: RetrieveConfig, embed: Embed | None, vectors: str, schema: pl
     return vectors not in schema and embed is not None
 
 
-def check(
-    chunks: Any, queries: Any, config: RetrieveConfig, embed: Embed | None
-) -> Inputs:
+def check(chunks: Any, queries: Any, config: RetrieveConfig, embed: Embed | None) -> Inputs:
     """Check the columns of both tables; raise :class:`SchemaError` naming the first
     problem."""
     index = chunks if isinstance(chunks, BM25Index) else None
     if index is not None and config.methods != ("bm25",):
-        raise SchemaError("a BM25Index serves method='bm25' only; pass the chunk table "
-                          "for a dense search or a fusion")
+        raise SchemaError(
+            "a BM25Index serves method='bm25' only; pass the chunk table "
+            "for a dense search or a fusion"
+        )
     chunk_frame = None if index is not None else c.to_lazy(chunks, "chunks")
     chunk_schema = index.chunks.schema if index is not None else chunk_frame.collect_schema()  # type: ignore[union-attr]
     keys = chunk_keys(chunk_schema)
@@ -106,7 +108,11 @@ def check(
 def _check_dense(
     chunks: pl.Schema, queries: pl.Schema, config: RetrieveConfig, embed: Embed | None
 ) -> None:
-    for schema, name, what in ((chunks, config.vectors, "chunks"), (queries, config.query_vectors, "queries")):
+    sides = (
+        (chunks, config.vectors, "chunks", "vectors"),
+        (queries, config.query_vectors, "queries", "query_vectors"),
+    )
+    for schema, name, what, option in sides:
         if name in schema:
             dtype = schema[name]
             inner = getattr(dtype, "inner", None)
@@ -118,11 +124,13 @@ def _check_dense(
         elif embed is None:
             raise SchemaError(
                 f"{what}: no vector column '{name}' and no embed function; a dense search "
-                f"needs vectors: pass embed= (texts to vectors) or a column '{name}' "
-                f"(set {'vectors' if what == 'chunks' else 'query_vectors'}= to name another)"
+                f"needs vectors: pass embed= (texts to vectors; the CLI's --model DIR) or a "
+                f"column '{name}' (another name: {option}=, the CLI's --{option.replace('_', '-')})"
             )
         elif not callable(embed):
-            raise SchemaError(f"embed must be callable (texts -> vectors), got {type(embed).__name__}")
+            raise SchemaError(
+                f"embed must be callable (texts -> vectors), got {type(embed).__name__}"
+            )
 
 
 def checked_queries(queries: pl.DataFrame) -> pl.DataFrame:
@@ -130,13 +138,17 @@ def checked_queries(queries: pl.DataFrame) -> pl.DataFrame:
     ids = queries[c.QUERY_ID]
     if ids.null_count():
         row = int(ids.is_null().arg_true()[0])
-        raise DataError(f"queries: column 'query_id' has {ids.null_count()} null values; "
-                        f"first: row {row}; expected an id on every query")
+        raise DataError(
+            f"queries: column 'query_id' has {ids.null_count()} null values; "
+            f"first: row {row}; expected an id on every query"
+        )
     repeated = ids.is_duplicated()
     if repeated.any():
         first = ids.filter(repeated)[0]
-        raise DataError(f"queries: query_id {first!r} appears {int((ids == first).sum())} times; "
-                        "expected each query once")
+        raise DataError(
+            f"queries: query_id {first!r} appears {int((ids == first).sum())} times; "
+            "expected each query once"
+        )
     return queries
 
 

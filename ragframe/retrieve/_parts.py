@@ -3,6 +3,7 @@ kernels release the GIL)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +21,7 @@ def in_parts(run: Callable[[int, int], None], lo: int, hi: int, per_part: int) -
     """``run(a, b)`` over ``range(lo, hi)`` in parts of ``per_part``, taken in turn by
     one thread per CPU; on the calling thread when there is one part."""
     bounds = [*range(lo, hi, per_part), hi]
-    parts = [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if a < b]
+    parts = [(a, b) for a, b in itertools.pairwise(bounds) if a < b]
     if len(parts) <= 1:
         for a, b in parts:
             run(a, b)

@@ -45,7 +45,9 @@ class Vocabulary:
             self.hashes = _grown(self.hashes, size)  # type: ignore[assignment]
             self.term_starts = _grown(self.term_starts, size + 1)  # type: ignore[assignment]
         if int(self.sizes[1]) + data > self.term_data.size:
-            self.term_data = _grown(self.term_data, max(int(self.sizes[1]) + data, 2 * self.term_data.size))  # type: ignore[assignment]
+            self.term_data = _grown(
+                self.term_data, max(int(self.sizes[1]) + data, 2 * self.term_data.size)
+            )  # type: ignore[assignment]
         if 2 * need > self.table.size:
             width = self.table.size
             while 2 * need > width:

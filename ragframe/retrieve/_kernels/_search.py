@@ -89,7 +89,7 @@ def term_peaks(offsets: I64, docs: I32, tfs: I32, norms: U8, cache: F32, terms: 
 def _better(s1: np.float32, d1: np.int32, s2: np.float32, d2: np.int32) -> bool:
     """Whether (score ``s1``, row ``d1``) ranks above (``s2``, ``d2``): a higher score,
     then a lower row."""
-    return s1 > s2 or (s1 == s2 and d1 < d2)
+    return bool(s1 > s2 or (s1 == s2 and d1 < d2))
 
 
 @helper

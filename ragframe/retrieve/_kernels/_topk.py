@@ -43,7 +43,7 @@ else:
 @helper
 def _better(s1: np.float32, r1: np.int64, s2: np.float32, r2: np.int64) -> bool:
     """Whether (score ``s1``, row ``r1``) ranks above (``s2``, ``r2``)."""
-    return s1 > s2 or (s1 == s2 and r1 < r2)
+    return bool(s1 > s2 or (s1 == s2 and r1 < r2))
 
 
 @helper

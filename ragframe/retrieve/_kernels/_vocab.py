@@ -80,7 +80,7 @@ def _same(
     at = term_starts[t]
     if term_starts[t + 1] - at != length:
         return False
-    for i in range(length):
+    for i in range(length):  # noqa: SIM110 (numba compiles loops, not generators)
         if _lower(data[start + i], lower) != term_data[at + i]:
             return False
     return True
