@@ -272,6 +272,7 @@ def test_dense_equals_numpy_brute_force_with_ties_in_many_blocks(
     chunks[np.linalg.norm(chunks, axis=1) == 0, 0] = 1  # cosine needs non-zero vectors
     queries[np.linalg.norm(queries, axis=1) == 0, 0] = 1
     c, q = _dense_frames(chunks, queries)
+    c = pl.concat([c[:300], c[300:650], c[650:]], rechunk=False)  # pieces of the column
     monkeypatch.setattr(_dense, "CHUNK_BLOCK", 64)
     out = rf.retrieve(c, q, method="dense", metric=metric, k=15, block_size=7).collect()
     top, scores = _brute(chunks, queries, 15, metric)
@@ -299,6 +300,17 @@ def test_dense_equals_faiss_flat(metric: str) -> None:
         last = got_scores[q, -1]
         assert set(got_rows[q][got_scores[q] > last]) == set(labels[q][want_scores[q] > last])
     assert got_rows.tolist() == _brute(chunks, queries, 20, metric)[0].tolist()
+
+
+def test_chunk_vectors_are_read_in_place() -> None:
+    """A float32 array column is searched piece by piece where it lies: no copy."""
+    from ragframe.retrieve import _dense
+
+    c, _ = _dense_frames(_tie_vectors(50, 4, 5), _tie_vectors(1, 4, 6))
+    c = pl.concat([c[:20], c[20:]], rechunk=False)
+    pieces, present = _dense.column_vectors(c, "vector", "chunks")
+    assert [p.shape for p in pieces] == [(20, 4), (30, 4)] and present.all()
+    assert not any(p.flags.owndata for p in pieces)
 
 
 def test_dense_embeds_texts_in_batches() -> None:
@@ -380,12 +392,8 @@ def test_the_output_goes_into_postprocess_and_evaluate() -> None:
     qrels = rf.read_qrels(data / "qrels.parquet", gain={1: 4, 2: 3, 3: 2, 4: 1})
     per_query = rf.evaluate(qrels, candidates=candidates, blocks=blocks, k=[10]).collect()
     summary = rf.summarize(per_query)
-    assert per_query.height >= queries.height
-    assert (
-        0.2 < summary.filter(pl.col("metric") == "ndcg@10")["mean"].item() < 0.8
-        if "metric" in summary.columns
-        else True
-    )
+    assert summary["queries"].item() == queries.height
+    assert 0.2 < summary["ndcg@10"].item() < 0.6  # BM25 on Cranfield's chunks: 0.31
 
 
 # --- bad input --------------------------------------------------------------------------

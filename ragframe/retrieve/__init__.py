@@ -198,24 +198,25 @@ def _search(
         if not present.all():
             row = int(np.flatnonzero(~present)[0])
             raise DataError(
-                f"chunks: vector column '{config.vectors}' has "
-                f"{int((~present).sum())} null vectors; first: row {row}; "
-                "expected a vector on every chunk"
+                f"chunks: vector column '{config.vectors}' has {int((~present).sum())} null "
+                f"vectors; first: row {row}; expected a vector on every chunk"
             )
     else:
         assert embed is not None  # checked with the columns
-        chunk_vectors = _dense.embedded(chunks[c.TEXT], embed, config.batch_size, "chunk")
+        chunk_vectors = [_dense.embedded(chunks[c.TEXT], embed, config.batch_size, "chunk")]
+    width = chunk_vectors[0].shape[1]
     if config.query_vectors in queries.columns:
-        query_vectors, asked = _dense.column_vectors(queries, config.query_vectors, "queries")
+        pieces, asked = _dense.column_vectors(queries, config.query_vectors, "queries")
+        query_vectors = np.concatenate(pieces)
     else:
-        asked = ~blank(queries[c.TEXT]).to_numpy()
-        query_vectors = np.zeros((queries.height, chunk_vectors.shape[1]), dtype=np.float32)
         assert embed is not None  # checked with the columns
+        asked = ~blank(queries[c.TEXT]).to_numpy()
         texts = queries[c.TEXT].filter(pl.Series(asked))
         found = _dense.embedded(texts, embed, config.batch_size, "query")
-        _dense.check_width(chunk_vectors, found)
+        _dense.check_width(width, found)
+        query_vectors = np.zeros((queries.height, found.shape[1]), dtype=np.float32)
         query_vectors[asked] = found
-    _dense.check_width(chunk_vectors, query_vectors)
+    _dense.check_width(width, query_vectors)
     return _dense.search(
         chunk_vectors, query_vectors, asked, config.depth, config.metric, config.block_size
     )

@@ -12,7 +12,7 @@ normalized vectors; L2's similarity is minus the squared distance,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -32,9 +32,10 @@ CHUNK_BLOCK = 32_768
 """Chunks per block of scores (with ``block_size`` queries: the scores' memory)."""
 
 
-def column_vectors(frame: pl.DataFrame, name: str, what: str) -> tuple[F32, Flags]:
-    """The vectors of column ``name`` as a float32 matrix, and which rows have one (a
-    null vector is a row of zeros there).
+def column_vectors(frame: pl.DataFrame, name: str, what: str) -> tuple[list[F32], Flags]:
+    """The vectors of column ``name`` as float32 matrices, one per piece of the column
+    (views of its memory, not copies, where it is already float32 without nulls), and
+    which rows have one (a null vector is a row of zeros).
 
     Raises:
         DataError: vectors of different lengths, or values that are null, NaN or
@@ -57,18 +58,23 @@ def column_vectors(frame: pl.DataFrame, name: str, what: str) -> tuple[F32, Flag
     else:
         column = column.cast(pl.Array(pl.Float32, getattr(column.dtype, "size", 0)))
     width = int(getattr(column.dtype, "size", 0))
-    matrix = np.zeros((0, width), dtype=np.float32)
-    if column.len():
-        matrix = np.array(column.to_numpy(), dtype=np.float32).reshape(-1, width)
-        matrix[~present] = 0.0
-    _check_finite(matrix, present, name, what)
-    return matrix, present
+    pieces, at = [], 0
+    for n in column.chunk_lengths():
+        matrix = np.asarray(column.slice(at, n).to_numpy(), dtype=np.float32).reshape(-1, width)
+        here = present[at : at + n]
+        if not here.all():
+            matrix = matrix.copy()
+            matrix[~here] = 0.0
+        _check_finite(matrix, here, at, name, what)
+        pieces.append(matrix)
+        at += n
+    return pieces or [np.zeros((0, width), dtype=np.float32)], present
 
 
-def _check_finite(vectors: F32, present: Flags, name: str, what: str) -> None:
+def _check_finite(vectors: F32, present: Flags, first: int, name: str, what: str) -> None:
     bad = ~np.isfinite(vectors).all(axis=1) & present
     if bad.any():
-        row = int(np.flatnonzero(bad)[0])
+        row = first + int(np.flatnonzero(bad)[0])
         raise DataError(
             f"{what}: vector column '{name}' has NaN, infinite or null values in "
             f"{int(bad.sum())} vectors; first: row {row}; expected finite numbers"
@@ -139,34 +145,30 @@ def _block_scores(queries: F32, chunks: F32, metric: Metric, q_norms: F32, c_nor
 
 
 def search(
-    chunks: F32, queries: F32, present: Flags, k: int, metric: Metric, block_size: int
+    chunks: list[F32], queries: F32, present: Flags, k: int, metric: Metric, block_size: int
 ) -> Hits:
-    """Every present query's top ``k`` chunks (all queries x all chunks, exactly)."""
+    """Every present query's top ``k`` chunks (all queries x all chunks, exactly);
+    ``chunks``: the chunk vectors, piece by piece, in row order."""
     from ragframe.retrieve._kernels import _topk
 
-    if chunks.shape[1] != queries.shape[1] and chunks.shape[0] and queries.shape[0]:
-        raise DataError(
-            f"chunk vectors have {chunks.shape[1]} dimensions, query vectors "
-            f"{queries.shape[1]}; expected the same"
-        )
-    if metric == "cosine":
-        chunks = _normalized(chunks, np.ones(chunks.shape[0], dtype=bool), "chunks")
+    total = sum(piece.shape[0] for piece in chunks)
+    if metric == "cosine":  # the chunks normalized block by block: never copied whole
+        _no_zero_chunks(chunks)
         queries = _normalized(queries, present, "queries")
     rows = np.flatnonzero(present)
     queries = np.ascontiguousarray(queries[rows])
-    n, k = queries.shape[0], min(k, chunks.shape[0])
+    n, k = queries.shape[0], min(k, total)
     heap_scores = np.zeros((n, k), dtype=np.float32)
     heap_rows = np.zeros((n, k), dtype=np.int64)
     sizes = np.zeros(n, dtype=np.int64)
-    q_norms = (queries * queries).sum(axis=1, dtype=np.float32)
-    c_norms = (chunks * chunks).sum(axis=1, dtype=np.float32)
+    q_norms = np.einsum("ij,ij->i", queries, queries)
     for lo in range(0, n, block_size):
         hi = min(n, lo + block_size)
-        for first in range(0, chunks.shape[0], CHUNK_BLOCK):
-            part = chunks[first : first + CHUNK_BLOCK]
-            block = _block_scores(
-                queries[lo:hi], part, metric, q_norms[lo:hi], c_norms[first : first + CHUNK_BLOCK]
-            )
+        for first, part in _blocks(chunks):
+            if metric == "cosine":
+                part = _normalized(part, np.ones(part.shape[0], dtype=bool), "chunks")
+            c_norms = np.einsum("ij,ij->i", part, part)
+            block = _block_scores(queries[lo:hi], part, metric, q_norms[lo:hi], c_norms)
 
             def merge(a: int, b: int, block: F32 = block, first: int = first, lo: int = lo) -> None:
                 _topk.merge_block(
@@ -179,10 +181,29 @@ def search(
     return Hits(np.repeat(rows, sizes), heap_rows[keep].astype(np.int32), heap_scores[keep])
 
 
-def check_width(chunks: F32, queries: F32) -> None:
-    """Chunk and query vectors must have the same width."""
-    if chunks.shape[0] and queries.shape[0] and chunks.shape[1] != queries.shape[1]:
+def _blocks(pieces: list[F32]) -> Iterator[tuple[int, F32]]:
+    """Blocks of at most :data:`CHUNK_BLOCK` chunks, with the row of their first."""
+    at = 0
+    for piece in pieces:
+        for lo in range(0, piece.shape[0], CHUNK_BLOCK):
+            yield at + lo, piece[lo : lo + CHUNK_BLOCK]
+        at += piece.shape[0]
+
+
+def _no_zero_chunks(pieces: list[F32]) -> None:
+    for first, part in _blocks(pieces):
+        zero = np.flatnonzero(np.einsum("ij,ij->i", part, part) == 0)
+        if zero.size:
+            raise DataError(
+                f"chunks: zero vectors (first: row {first + int(zero[0])}) have no cosine; "
+                "expected non-zero vectors"
+            )
+
+
+def check_width(width: int, queries: F32) -> None:
+    """Query vectors must be as wide as the chunks'."""
+    if queries.shape[0] and width and queries.shape[1] != width:
         raise SchemaError(
-            f"chunk vectors have {chunks.shape[1]} dimensions, query vectors "
-            f"{queries.shape[1]}; expected the same"
+            f"chunk vectors have {width} dimensions, query vectors {queries.shape[1]}; "
+            "expected the same"
         )
