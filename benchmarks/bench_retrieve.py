@@ -48,8 +48,10 @@ def _bm25s(size: str) -> tuple[Any, Any]:
     bm25s = pytest.importorskip("bm25s")
     data, _ = _texts(size)
     model = bm25s.BM25(backend="numba")
-    model.index(bm25s.tokenize(data["text"].to_list(), stopwords=None, show_progress=False),
-                show_progress=False)
+    model.index(
+        bm25s.tokenize(data["text"].to_list(), stopwords=None, show_progress=False),
+        show_progress=False,
+    )
     return bm25s, model
 
 
@@ -121,10 +123,22 @@ def test_dense(benchmark: Any, size: str, who: str) -> None:
     if who == "numpy floor":
         _once(benchmark, size, lambda: _floor(chunk_vectors, query_vectors, 100))
         return
-    frame = pl.DataFrame({"doc_id": np.arange(n), "chunk_index": np.zeros(n, dtype=np.int64),
-                          "vector": pl.Series(chunk_vectors, dtype=pl.Array(pl.Float32, dims))})
-    asked = pl.DataFrame({"query_id": np.arange(m),
-                          "vector": pl.Series(query_vectors, dtype=pl.Array(pl.Float32, dims))})
-    out = _once(benchmark, size, lambda: rf.retrieve(frame, asked, method="dense", metric="ip",
-                                                      k=100).collect())
+    frame = pl.DataFrame(
+        {
+            "doc_id": np.arange(n),
+            "chunk_index": np.zeros(n, dtype=np.int64),
+            "vector": pl.Series(chunk_vectors, dtype=pl.Array(pl.Float32, dims)),
+        }
+    )
+    asked = pl.DataFrame(
+        {
+            "query_id": np.arange(m),
+            "vector": pl.Series(query_vectors, dtype=pl.Array(pl.Float32, dims)),
+        }
+    )
+    out = _once(
+        benchmark,
+        size,
+        lambda: rf.retrieve(frame, asked, method="dense", metric="ip", k=100).collect(),
+    )
     assert out.height == m * 100

@@ -72,7 +72,9 @@ def loaded_rss():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
 """
-_RAGFRAME_DENSE = _LOADED + """
+_RAGFRAME_DENSE = (
+    _LOADED
+    + """
 import json, sys, time, numpy as np, polars as pl, ragframe as rf
 chunks, queries, k = pl.read_parquet(sys.argv[1]), pl.read_parquet(sys.argv[2]), int(sys.argv[3])
 rf.retrieve(chunks.head(10), queries.head(2), method="dense", metric="ip", k=k).collect()  # loaded
@@ -81,7 +83,10 @@ t0 = time.perf_counter()
 out = rf.retrieve(chunks, queries, method="dense", metric="ip", k=k).collect()
 print(json.dumps({"search": time.perf_counter() - t0, "rows": out.height, "loaded": before}))
 """
-_NUMPY_FLOOR = _LOADED + """
+)
+_NUMPY_FLOOR = (
+    _LOADED
+    + """
 import json, sys, time, numpy as np
 chunk_vectors, query_vectors, k = np.load(sys.argv[1]), np.load(sys.argv[2]), int(sys.argv[3])
 before = loaded_rss()
@@ -97,6 +102,7 @@ for lo in range(0, len(query_vectors), 128):
 rows, scores = np.concatenate(rows), np.concatenate(scores)
 print(json.dumps({"search": time.perf_counter() - t0, "rows": rows.size, "loaded": before}))
 """
+)
 
 
 def _run(code: str, *args: str) -> tuple[dict[str, float], float, float]:
@@ -126,11 +132,16 @@ def bm25(chunks: int, queries: int, rounds: int, workdir: Path) -> None:
         c, q = folder / "chunks.parquet", folder / "queries.parquet"
         make_chunks(chunks).write_parquet(c)
         make_queries(queries).write_parquet(q)
-        found: dict[str, list[tuple[dict[str, float], float, float]]] = {"ragframe": [], "bm25s": []}
+        found: dict[str, list[tuple[dict[str, float], float, float]]] = {
+            "ragframe": [],
+            "bm25s": [],
+        }
         for _ in range(rounds):
             found["ragframe"].append(_run(_RAGFRAME_BM25, str(c), str(q)))
             found["bm25s"].append(_run(_BM25S, str(c), str(q)))
-        print(f"BM25, {queries:,} queries over {chunks:,} chunks, top 10 ({rounds} rounds, medians)")
+        print(
+            f"BM25, {queries:,} queries over {chunks:,} chunks, top 10 ({rounds} rounds, medians)"
+        )
         print("| who | index build | retrieval | peak RSS |")
         print("|---|---|---|---|")
         medians = {}
@@ -141,11 +152,16 @@ def bm25(chunks: int, queries: int, rounds: int, workdir: Path) -> None:
             medians[who] = (index, retrieve)
             print(f"| {who} | {index:.1f} s | {retrieve:.1f} s | {_mib(rss)} |")
         (ri, rr), (bi, br) = medians["ragframe"], medians["bm25s"]
-        print(f"ragframe / bm25s: index {ri / bi:.2f}x (bar <= 2), retrieval {rr / br:.2f}x (bar <= 1)")
-        print("per round (ragframe, bm25s):", [
-            (round(a[0]["retrieve"], 1), round(b[0]["retrieve"], 1))
-            for a, b in zip(found["ragframe"], found["bm25s"], strict=True)
-        ])
+        print(
+            f"ragframe / bm25s: index {ri / bi:.2f}x (bar <= 2), retrieval {rr / br:.2f}x (bar <= 1)"
+        )
+        print(
+            "per round (ragframe, bm25s):",
+            [
+                (round(a[0]["retrieve"], 1), round(b[0]["retrieve"], 1))
+                for a, b in zip(found["ragframe"], found["bm25s"], strict=True)
+            ],
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -157,8 +173,10 @@ def _dense_inputs(folder: Path, chunks: int, queries: int, dims: int) -> list[Pa
     from benchmarks._retrieve_data import vectors
 
     paths = [folder / name for name in ("c.parquet", "q.parquet", "c.npy", "q.npy")]
-    for n, seed, table, array, key in ((chunks, 1, paths[0], paths[2], "doc_id"),
-                                       (queries, 2, paths[1], paths[3], "query_id")):
+    for n, seed, table, array, key in (
+        (chunks, 1, paths[0], paths[2], "doc_id"),
+        (queries, 2, paths[1], paths[3], "query_id"),
+    ):
         matrix = vectors(n, dims, seed=seed)
         np.save(array, matrix)
         frame = {key: np.arange(n), "vector": pl.Series(matrix, dtype=pl.Array(pl.Float32, dims))}
@@ -172,15 +190,20 @@ def dense(chunks: int, queries: int, dims: int, k: int, rounds: int, workdir: Pa
     folder = Path(tempfile.mkdtemp(prefix="ragframe-dense-", dir=workdir))
     try:
         c, q, cn, qn = _dense_inputs(folder, chunks, queries, dims)
-        found: dict[str, list[tuple[dict[str, float], float, float]]] = {"ragframe": [], "numpy floor": []}
+        found: dict[str, list[tuple[dict[str, float], float, float]]] = {
+            "ragframe": [],
+            "numpy floor": [],
+        }
         for _ in range(rounds):
             found["ragframe"].append(_run(_RAGFRAME_DENSE, str(c), str(q), str(k)))
             found["numpy floor"].append(_run(_NUMPY_FLOOR, str(cn), str(qn), str(k)))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     vector_bytes = 4 * dims * (chunks + queries)
-    print(f"dense, {queries:,} queries x {chunks:,} chunks x {dims} dims, top {k} "
-          f"({rounds} rounds, medians; vectors {_mib(vector_bytes)})")
+    print(
+        f"dense, {queries:,} queries x {chunks:,} chunks x {dims} dims, top {k} "
+        f"({rounds} rounds, medians; vectors {_mib(vector_bytes)})"
+    )
     print("| who | search | peak RSS | RSS with inputs loaded | peak - loaded |")
     print("|---|---|---|---|---|")
     times = {}

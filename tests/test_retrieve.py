@@ -541,11 +541,16 @@ def test_a_real_sentence_transformers_model_from_disk(tmp_path: Path) -> None:
     )
     transformers.BertModel(config).save_pretrained(tmp_path / "bert")
     tokenizer.save_pretrained(tmp_path / "bert")
-    body = st_lib.models.Transformer(str(tmp_path / "bert"))
-    pooling = st_lib.models.Pooling(body.get_word_embedding_dimension())
+    try:  # sentence-transformers 6.3 moved its modules
+        from sentence_transformers.sentence_transformer import modules
+    except ImportError:
+        from sentence_transformers import models as modules  # type: ignore[no-redef]
+    body = modules.Transformer(str(tmp_path / "bert"))
+    width = getattr(body, "get_embedding_dimension", None) or body.get_word_embedding_dimension
+    pooling = modules.Pooling(width())
     st_lib.SentenceTransformer(modules=[body, pooling]).save(str(tmp_path / "model"))
     embed = rf.sentence_transformer(tmp_path / "model", device="cpu")
     chunks = CHUNKS.with_columns(pl.col("text").fill_null(""))
     out = rf.retrieve(chunks, QUERIES, method="dense", embed=embed, k=2).collect()
-    assert out["query_id"].to_list() == ["a", "a", "b", "b"]
+    assert out["query_id"].to_list() == ["a", "a", "b", "b", "c", "c"]
     assert embed(["wing lift"]).shape == (1, 16)

@@ -130,6 +130,14 @@ def bm25_index(chunks: Any, *, progress: bool | None = False) -> BM25Index:
     ``text``; null text is empty), built at once, to search many query sets, or to
     :meth:`BM25Index.save` and :meth:`BM25Index.load`.
 
+    Args:
+        chunks: the chunk table (Polars frame or lazy frame, pyarrow table); its
+            ``entity_type``, ``start_char`` and ``end_char`` are kept for the output.
+        progress: a bar over the chunks (None: where someone watches).
+
+    Returns:
+        The index: pass it to :func:`retrieve` in place of the chunks.
+
     Raises:
         SchemaError: a missing column or one of the wrong type.
 
