@@ -162,11 +162,13 @@ def test_bm25_equals_the_reference(
 
 
 def test_the_search_kernel_prunes_exactly_on_cranfield() -> None:
-    """Top 1, 3 and 50 of every Cranfield query (the pruning's thresholds change with
-    k) equal the plain reference's, bit for bit."""
+    """Top 1, 3 and 50 of 40 Cranfield queries over its first 1,500 chunks (the
+    pruning's thresholds change with k) equal the plain reference's, bit for bit (the
+    reference's plain tokenizer takes seconds per thousand chunks)."""
     data = require_cranfield("chunks.parquet", "queries.parquet")
-    chunks = pl.read_parquet(data / "chunks.parquet")
+    chunks = pl.read_parquet(data / "chunks.parquet").head(1500)
     queries = pl.read_parquet(data / "queries.parquet").head(40)
+    want = rf.retrieve_reference(chunks, queries, k=50)
     for k in (1, 3, 50):
         got = (
             rf.retrieve(chunks, queries, k=k)
@@ -174,7 +176,7 @@ def test_the_search_kernel_prunes_exactly_on_cranfield() -> None:
             .select("query_id", "doc_id", "chunk_index", "similarity", "rank")
             .to_dicts()
         )
-        assert got == rf.retrieve_reference(chunks, queries, k=k), k
+        assert got == [row for row in want if row["rank"] <= k], k
 
 
 # --- the index --------------------------------------------------------------------------
