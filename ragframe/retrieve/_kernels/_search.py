@@ -35,6 +35,7 @@ U8 = npt.NDArray[np.uint8]
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
+U64 = npt.NDArray[np.uint64]
 F64 = npt.NDArray[np.float64]
 
 _UP = 1.0 + 2.0**-40
@@ -253,6 +254,43 @@ def _look_up(
     return kept
 
 
+_DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_BIT_OF = np.array(
+    [
+        0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4,
+        62, 55, 59, 36, 53, 51, 43, 22, 45, 39, 33, 30, 24, 18, 12, 5,
+        63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44, 32, 23, 11,
+        46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9, 13, 8, 7, 6,
+    ],
+    dtype=np.int64,
+)  # fmt: skip
+"""The index of a word's lowest set bit from its de Bruijn product's top six bits."""
+
+
+@helper
+def _in_row_order(rows: I32, n: int, bits: U64) -> None:
+    """Sort ``rows[:n]`` (distinct chunk rows) ascending through a bitmap over the chunks
+    (``bits``, all clear, left clear): linear in the rows and the words they span,
+    where a comparison sort of tens of thousands of candidates costs more than the
+    lookups they are sorted for."""
+    if n == 0:
+        return
+    low, high = rows[0], rows[0]
+    for j in range(n):
+        d = rows[j]
+        bits[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
+        low, high = min(low, d), max(high, d)
+    c = 0
+    for word in range(low >> 6, (high >> 6) + 1):
+        x = bits[word]
+        bits[word] = np.uint64(0)
+        while x:
+            lowest = x & (~x + np.uint64(1))
+            rows[c] = np.int32(word * 64 + _BIT_OF[(lowest * _DE_BRUIJN) >> np.uint64(58)])
+            c += 1
+            x ^= lowest
+
+
 @helper
 def _one_query(
     terms: I32,
@@ -272,6 +310,7 @@ def _one_query(
     rest: F64,
     heap_scores: F32,
     heap_rows: I32,
+    bits: U64,
 ) -> int:
     """Query terms ``a:b``: its best chunks into the heap; returns their count.
 
@@ -308,7 +347,7 @@ def _one_query(
             n = _keep(acc, rows, n, rest[i + 1], theta)
         else:
             if not ordered:
-                rows[:n] = np.sort(rows[:n])
+                _in_row_order(rows, n, bits)
                 ordered = True
             n = _look_up(t, w, offsets, docs, tfs, norms, cache, acc, rows, n, rest[i + 1], theta)
         if i + 1 < m and n > k:  # the k-th best partial score only grows: prune harder
@@ -343,6 +382,7 @@ def search(
     acc = np.zeros(chunks, dtype=np.float64)
     mark = np.full(chunks, -1, dtype=np.int32)
     rows = np.empty(chunks, dtype=np.int32)
+    bits = np.zeros((chunks + 63) // 64, dtype=np.uint64)
     longest = 1
     for q in range(lo, hi):
         longest = max(longest, starts[q + 1] - starts[q])
@@ -354,7 +394,7 @@ def search(
         if starts[q + 1] > starts[q]:
             size = _one_query(
                 terms, weights, bounds, starts[q], starts[q + 1], offsets, docs, tfs,
-                norms, cache, acc, mark, q - lo, rows, rest, heap_scores, heap_rows,
+                norms, cache, acc, mark, q - lo, rows, rest, heap_scores, heap_rows, bits,
             )  # fmt: skip
         at = (q - lo) * k
         out_counts[q - lo] = size
