@@ -64,7 +64,8 @@ t1, compiling = time.perf_counter(), time.perf_counter() - t1
 found = model.retrieve(bm25s.tokenize(asked, stopwords=None, show_progress=False), k=10,
                        show_progress=False, n_threads=len(os.sched_getaffinity(0)))
 t2 = time.perf_counter()
-print(json.dumps({"index": t1 - t0 - compiling, "retrieve": t2 - t1, "rows": int(found.documents.size)}))
+rows = int(found.documents.size)
+print(json.dumps({"index": t1 - t0 - compiling, "retrieve": t2 - t1, "rows": rows}))
 """
 _LOADED = """
 def loaded_rss():
@@ -111,7 +112,11 @@ def _run(code: str, *args: str) -> tuple[dict[str, float], float, float]:
         script.write(code)
     out = Path(script.name).with_suffix(".out")
     try:
-        wrapper = f"import runpy, sys; sys.stdout = open({str(out)!r}, 'w'); sys.argv = [{script.name!r}, *sys.argv[1:]]; runpy.run_path({script.name!r}, run_name='__main__')"
+        wrapper = (
+            f"import runpy, sys; sys.stdout = open({str(out)!r}, 'w'); "
+            f"sys.argv = [{script.name!r}, *sys.argv[1:]]; "
+            f"runpy.run_path({script.name!r}, run_name='__main__')"
+        )
         wall, rss = _timed([sys.executable, "-c", wrapper, *args])
         return json.loads(out.read_text().strip().splitlines()[-1]), wall, rss
     finally:
@@ -152,9 +157,8 @@ def bm25(chunks: int, queries: int, rounds: int, workdir: Path) -> None:
             medians[who] = (index, retrieve)
             print(f"| {who} | {index:.1f} s | {retrieve:.1f} s | {_mib(rss)} |")
         (ri, rr), (bi, br) = medians["ragframe"], medians["bm25s"]
-        print(
-            f"ragframe / bm25s: index {ri / bi:.2f}x (bar <= 2), retrieval {rr / br:.2f}x (bar <= 1)"
-        )
+        ratios = f"index {ri / bi:.2f}x (bar <= 2), retrieval {rr / br:.2f}x (bar <= 1)"
+        print(f"ragframe / bm25s: {ratios}")
         print(
             "per round (ragframe, bm25s):",
             [
