@@ -23,13 +23,10 @@ float32); a query's terms come highest bound first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from ragframe.postprocess._kernels._jit import keep_in_user_cache
+from ragframe.retrieve._kernels._jit import decorators
 
 U8 = npt.NDArray[np.uint8]
 I32 = npt.NDArray[np.int32]
@@ -48,20 +45,7 @@ is walked (its postings read in order, the candidates' scores added), one with m
 looked up for each candidate (galloping): a lookup costs about as much as reading this
 many postings."""
 
-keep_in_user_cache(__file__)  # not beside this file: never in site-packages
-kernel = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-"""A kernel Python calls: compiled, cached on disk (keyed on this file), GIL released."""
-if TYPE_CHECKING:
-    helper = kernel
-else:
-    helper = nb.njit(
-        nogil=True,
-        boundscheck=False,
-        error_model="numpy",
-        no_cpython_wrapper=True,
-        no_cfunc_wrapper=True,
-    )
-    """A helper only kernels call (no Python entry; its code is in the kernels')."""
+kernel, helper = decorators(__file__)
 
 
 @helper

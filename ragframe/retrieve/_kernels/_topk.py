@@ -13,31 +13,15 @@ A query's best are a min-heap (its root the worst of them): ``heap_scores[q]``,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from ragframe.postprocess._kernels._jit import keep_in_user_cache
+from ragframe.retrieve._kernels._jit import decorators
 
 I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
 
-keep_in_user_cache(__file__)  # not beside this file: never in site-packages
-kernel = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-"""A kernel Python calls: compiled, cached on disk (keyed on this file), GIL released."""
-if TYPE_CHECKING:
-    helper = kernel
-else:
-    helper = nb.njit(
-        nogil=True,
-        boundscheck=False,
-        error_model="numpy",
-        no_cpython_wrapper=True,
-        no_cfunc_wrapper=True,
-    )
-    """A helper only kernels call (no Python entry; its code is in the kernels')."""
+kernel, helper = decorators(__file__)
 
 
 @helper

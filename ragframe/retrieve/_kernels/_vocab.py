@@ -17,13 +17,10 @@ hash's high bits name.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from ragframe.postprocess._kernels._jit import keep_in_user_cache
+from ragframe.retrieve._kernels._jit import decorators
 
 U8 = npt.NDArray[np.uint8]
 I32 = npt.NDArray[np.int32]
@@ -35,20 +32,7 @@ _PRIME = np.uint64(0x100000001B3)
 """FNV-1a, 64 bits, over the term's lower-cased bytes."""
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
-keep_in_user_cache(__file__)  # not beside this file: never in site-packages
-kernel = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-"""A kernel Python calls: compiled, cached on disk (keyed on this file), GIL released."""
-if TYPE_CHECKING:
-    helper = kernel
-else:
-    helper = nb.njit(
-        nogil=True,
-        boundscheck=False,
-        error_model="numpy",
-        no_cpython_wrapper=True,
-        no_cfunc_wrapper=True,
-    )
-    """A helper only kernels call (no Python entry; its code is in the kernels')."""
+kernel, helper = decorators(__file__)
 
 
 @helper
