@@ -7,6 +7,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+os.environ.setdefault("RAGFRAME_PYTHON_ROWS", "0")  # the suite tests the compiled kernels:
+# small inputs would otherwise run their plain-Python forms (tests/test_python_kernels.py
+# checks those equal the compiled ones)
+
 import hypothesis
 import polars as pl
 import pyarrow as pa

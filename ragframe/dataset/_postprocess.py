@@ -56,8 +56,8 @@ def run(
     plan = postprocess(candidates.frame, config, chunks=store.frame if store else None)
     schema = plan.collect_schema()  # bad columns fail here, before any work
     io.check_output(destination)
-    load_kernels_ahead()  # while the store and the first partition are read
     known = row_count(candidates)  # one partition's worth or less: nothing to count
+    load_kernels_ahead(known)  # while the store and the first partition are read
     ranges = _ranges.query_ranges(candidates.frame, rows_per_partition, known)
     texts = _texts(store, candidates.frame.collect_schema()) if store else None
     direct = _ranges.filtered_scans_fit(candidates, ranges)

@@ -22,13 +22,10 @@ key's product with :data:`_GOLDEN` into its first slot, probing on linearly.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from ragframe.postprocess._kernels._jit import keep_in_user_cache
+from ragframe.postprocess._kernels._compile import compiled, internal, keep_in_user_cache
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -42,15 +39,13 @@ COUNT_UP_TO = 32
 (one pass over its documents each); one with more sorts its documents once."""
 
 keep_in_user_cache(__file__)  # not beside this file: never in site-packages
-kernel = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-"""A kernel Python calls: compiled to machine code, cached on disk (in ragframe's
-per-user folder, keyed on this file) with the code of the helpers it calls (all in this
-file, which imports nothing it calls), releasing the GIL."""
-if TYPE_CHECKING:  # numba's stubs lack the options below
-    helper = kernel
-else:
-    _OPTIONS = {"nogil": True, "boundscheck": False, "error_model": "numpy"}
-    helper = nb.njit(**_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+kernel = compiled
+"""A kernel Python calls (postprocess's decorators, :mod:`ragframe.postprocess._kernels.
+_compile`): compiled to machine code at its first call on more rows than
+``$RAGFRAME_PYTHON_ROWS`` (plain Python on fewer: no numba imported), cached on disk
+(in ragframe's per-user folder, keyed on this file) with the code of the helpers it
+calls (all in this file, which imports nothing it calls), releasing the GIL."""
+helper = internal
 """A helper only kernels call: no Python entry, not cached on its own (the cached
 kernels hold its code), so a first run compiles and a later one loads less."""
 

@@ -154,14 +154,16 @@ def missing_text_counts(candidates: Frame, chunks: Frame | None) -> pl.LazyFrame
     return _missing.counts(_missing.missing(_texts.with_store_rows(lf, store, names)))
 
 
-def load_kernels_ahead() -> None:
+def load_kernels_ahead(rows: int | None = None) -> None:
     """Start loading the compiled kernels every :func:`postprocess` call runs, from the
     on-disk cache, on a background thread (once per process), so that a run reading
     its input meanwhile finds them loaded: about 0.4 s saved where that reading, in
     Polars, leaves the interpreter free. Nothing is loaded when the cache lacks any of
-    them (the first run compiles them as it needs them). Optional: every call loads
-    what it needs anyway.
+    them (the first run compiles them as it needs them), nor for ``rows`` candidates
+    few enough that the kernels run as plain Python (``$RAGFRAME_PYTHON_ROWS``, 2,000
+    by default). Optional: every call loads what it needs anyway.
     """
-    from ragframe.postprocess._kernels import _preload
+    from ragframe.postprocess._kernels import _compile, _preload
 
-    _preload.load_in_background()
+    if rows is None or rows > _compile.python_rows():
+        _preload.load_in_background()

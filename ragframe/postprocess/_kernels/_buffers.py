@@ -19,6 +19,7 @@ from ragframe.postprocess._kernels._ahead import sample
 from ragframe.postprocess._kernels._compile import (
     I64,
     U8,
+    bytes_at,
     compiled,
     from_numba,
     frozen,
@@ -26,11 +27,11 @@ from ragframe.postprocess._kernels._compile import (
     intrinsic,
 )
 
-carray = from_numba("carray")
+carray = from_numba("carray", bytes_at)
 """numba's ``carray``: an array over memory at a pointer."""
 
 
-@intrinsic
+@intrinsic(int)
 def pointer(typingctx: Any, address: Any) -> Any:
     """The byte pointer at an integer address (an Arrow buffer's), for ``carray``."""
     from numba import types  # run while a kernel compiles: numba is loaded
@@ -46,7 +47,11 @@ def pointer(typingctx: Any, address: Any) -> Any:
     return sig, codegen
 
 
-@intrinsic
+def _no_prefetch(address: int) -> None:
+    """:func:`prefetch` in plain Python: nothing."""
+
+
+@intrinsic(_no_prefetch)
 def prefetch(typingctx: Any, address: Any) -> Any:
     """Ask the CPU to start loading the cache line at an integer address (no effect on
     results: the kernels read texts in an order they know ahead, so the next texts'

@@ -24,14 +24,28 @@ every output array fresh and writable, so the first run compiles each kernel onc
 every later input loads it. A kernel passes :data:`ZERO` rather than a literal ``0`` so
 that a helper is compiled for one signature (``int64``), not once more for
 ``Literal[int](0)``.
+
+Small inputs run in Python: a kernel called on at most :func:`python_rows` rows
+(``$RAGFRAME_PYTHON_ROWS``, default :data:`PYTHON_ROWS`) runs the same function as
+plain Python (:func:`python_form`: the kernel file's function with its helpers' plain
+forms in place of numba's), so a run on a small table neither imports numba nor
+compiles nor loads anything: a first run takes well under a second instead of
+compiling for seconds, a warm one skips numba's import and the loads. Python reads the
+kernels' integers as numpy scalars, whose arithmetic keeps their width where numba
+widens to 64 bits: the kernel files widen explicitly (``int(b)``) wherever a byte's
+value is shifted or added to, and the tests check the two forms equal.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import os
 import sys
 import threading
+import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -52,24 +66,79 @@ _LOCK = threading.RLock()
 """Held while numba is set up and functions are replaced (parts run on threads)."""
 
 
+PYTHON_ROWS_ENV = "RAGFRAME_PYTHON_ROWS"
+PYTHON_ROWS = 2_000
+"""Rows up to which a kernel runs as plain Python (see the module docstring): on the
+default data's first ``postprocess`` (600 candidates), Python takes a fraction of a
+second where numba's import and loads take most of one, and its compile ten."""
+
+
+def python_rows() -> int:
+    """The most rows a kernel runs on as plain Python: ``$RAGFRAME_PYTHON_ROWS`` when it
+    is a whole number (0: always compiled), else :data:`PYTHON_ROWS`."""
+    value = os.environ.get(PYTHON_ROWS_ENV, "").strip()
+    return int(value) if value.isdigit() else PYTHON_ROWS
+
+
+def rows_of(args: tuple[Any, ...]) -> int:
+    """A kernel call's size: the longest first dimension of its array arguments other
+    than bytes (text buffers are addressed, not counted)."""
+    longest = 0
+    for arg in args:
+        if isinstance(arg, np.ndarray) and arg.ndim and arg.dtype != np.uint8:
+            longest = max(longest, arg.shape[-1] if arg.ndim == 2 else arg.shape[0])
+    return longest
+
+
 class Lazy:
     """A function of a kernel file, plain Python until numba is needed (see the module
-    docstring); ``kind`` is one of :data:`KINDS`."""
+    docstring); ``kind`` is one of :data:`KINDS`; ``python`` the plain form of an
+    intrinsic or a numba function."""
 
-    def __init__(self, function: Callable[..., Any], kind: str) -> None:
+    def __init__(
+        self, function: Callable[..., Any], kind: str, python: Callable[..., Any] | None = None
+    ) -> None:
         functools.update_wrapper(self, function)
         self.function = function
         self.kind = kind
+        self.python = python
         self.jitted: Any = None
+        _MARKED[id(self)] = self
+        FILES.add(function.__module__)
 
     def __call__(self, *args: Any) -> Any:
-        """Call the compiled function (compiling it, or loading it, the first time)."""
+        """Call the compiled function (compiling it, or loading it, the first time); a
+        kernel on few rows runs as plain Python (see the module docstring)."""
         if self.kind not in CALLABLE:
             raise TypeError(f"{self.function.__name__} is called from compiled code only")
+        if self.kind == "kernel" and rows_of(args) <= python_rows():
+            with np.errstate(all="ignore"):  # numba's integers wrap silently too
+                return python_form(self)(*args)
         return (self.jitted or jit_all(self))(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        """numba's attributes of the compiled form (``signatures``), once it is made."""
+        jitted = self.__dict__.get("jitted")
+        if jitted is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(jitted, name)
 
     def __repr__(self) -> str:
         return f"<{self.kind} {self.function.__module__}.{self.function.__qualname__}>"
+
+
+OWN_FILES: set[Path] = set()
+"""Kernel files outside this folder whose kernels are kept in the per-user folder too,
+each keyed on its own source alone: files whose kernels call only their own code
+(:func:`keep_in_user_cache`)."""
+
+
+def keep_in_user_cache(py_file: str) -> None:
+    """Keep the kernels ``py_file`` defines from here on (``cache=True``) in the
+    per-user folder, keyed on that file's source, rather than beside the file: in an
+    installed package numba's own cache would write into ``site-packages``, where an
+    uninstall leaves the files (and a folder that shadows a later install) behind."""
+    OWN_FILES.add(Path(py_file).resolve())
 
 
 KINDS = ("kernel", "testable", "internal", "intrinsic", "numba")
@@ -95,21 +164,92 @@ def testable(function: F) -> F:
     return cast(F, Lazy(function, "testable"))
 
 
-def intrinsic(function: F) -> F:
+def in_python(python: Callable[..., Any]) -> Callable[[F], F]:
+    """Give a marked helper (applied above :func:`internal` or :func:`testable`) another
+    plain form than its own code: whole-array numpy for a loop that numba vectorizes
+    and Python would run byte by byte. Both must return the same (the tests check)."""
+
+    def give(marked: F) -> F:
+        cast(Lazy, marked).python = python
+        return marked
+
+    return give
+
+
+def intrinsic(python: Callable[..., Any]) -> Callable[[F], F]:
     """Mark a numba intrinsic (``numba.extending.intrinsic``): typing and LLVM code
-    written in Python, run when a kernel that calls it is compiled."""
-    return cast(F, Lazy(function, "intrinsic"))
+    written in Python, run when a kernel that calls it is compiled; ``python`` is what
+    it does, as plain Python."""
+
+    def mark(function: F) -> F:
+        return cast(F, Lazy(function, "intrinsic", python))
+
+    return mark
 
 
-def from_numba(name: str) -> Any:
+def from_numba(name: str, python: Callable[..., Any]) -> Any:
     """numba's top-level ``name`` (e.g. ``carray``) for kernels to call, bound when numba
-    is loaded."""
+    is loaded; ``python``: the same as plain Python."""
 
     def attribute() -> None:
         """A name of numba's, bound when numba is loaded."""
 
     attribute.__name__ = attribute.__qualname__ = name
-    return Lazy(attribute, "numba")
+    return Lazy(attribute, "numba", python)
+
+
+def bytes_at(address: int, count: int) -> Any:
+    """``carray(pointer(address), count)`` as plain Python: a uint8 array over the
+    memory at ``address``, not copied."""
+    if count <= 0:
+        return np.empty(0, dtype=np.uint8)
+    return np.ctypeslib.as_array((ctypes.c_uint8 * int(count)).from_address(int(address)))
+
+
+FILES: set[str] = set()
+"""The modules that define marked functions: this package's kernel files, and kernel
+files elsewhere that use these decorators (``ragframe.evaluate._ranking``)."""
+_MARKED: dict[int, Lazy] = {}
+"""Every marked function by its id, and by the id of its numba form once made."""
+_PLAIN: dict[int, Callable[..., Any]] = {}
+"""Each marked function's plain form, by the marked function's id."""
+_NAMESPACES: dict[str, dict[str, Any]] = {}
+"""Each kernel file's names as its plain forms see them."""
+
+
+def marked_as(function: Any) -> Lazy:
+    """The marked function ``function`` is (or is numba's form of)."""
+    return _MARKED[id(function)]
+
+
+def python_form(marked: Any) -> Callable[..., Any]:
+    """The plain-Python form of a marked function (see the module docstring): its own
+    code over its file's names, each marked function among them (or its numba form)
+    replaced by its plain form."""
+    lazy = marked_as(marked)
+    plain = _PLAIN.get(id(lazy))
+    if plain is None:
+        if lazy.python is not None:
+            plain = lazy.python
+        else:
+            f = lazy.function
+            names = _namespace(f.__module__)  # may make this one's plain form: keep it
+            plain = _PLAIN.get(id(lazy)) or types.FunctionType(
+                f.__code__, names, f.__name__, f.__defaults__, f.__closure__
+            )
+        _PLAIN[id(lazy)] = plain
+    return plain
+
+
+def _namespace(module: str) -> dict[str, Any]:
+    """Kernel file ``module``'s names for plain forms (filled once; marked names are
+    made plain on first use of the file)."""
+    names = _NAMESPACES.get(module)
+    if names is None:
+        names = _NAMESPACES[module] = {}
+        for name, value in list(vars(sys.modules[module]).items()):
+            names[name] = python_form(value) if id(value) in _MARKED else value
+    return names
 
 
 def jit_all(first: Lazy) -> Any:
@@ -119,14 +259,15 @@ def jit_all(first: Lazy) -> Any:
         if first.jitted is None:
             from ragframe.postprocess._kernels import _jit  # numba, only now
 
-            package = __name__.rpartition(".")[0] + "."
-            modules = [m for n, m in list(sys.modules.items()) if n.startswith(package)]
+            modules = [sys.modules[name] for name in sorted(FILES) if name in sys.modules]
             for module in modules:
                 for name, value in list(vars(module).items()):
                     if isinstance(value, Lazy):
                         if value.jitted is None:
                             value.jitted = _jit.jit(value.function, value.kind)
-                        setattr(module, name, value.jitted)
+                            _MARKED[id(value.jitted)] = value
+                        if value.kind != "kernel":  # Python calls kernels through Lazy
+                            setattr(module, name, value.jitted)
         return first.jitted
 
 

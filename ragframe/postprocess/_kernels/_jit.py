@@ -36,6 +36,7 @@ from numba.core.runtime.nrt import rtsys
 from numba.extending import intrinsic
 
 from ragframe.postprocess._kernels import _ahead
+from ragframe.postprocess._kernels._compile import OWN_FILES, keep_in_user_cache
 
 KERNELS = Path(__file__).resolve().parent
 """The folder of the kernel files, all of which the cache key hashes."""
@@ -82,20 +83,6 @@ def sources_hash(source: Path) -> str:
     for path in sorted(source.glob("*.py")) if source.is_dir() else [source]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
-
-
-OWN_FILES: set[Path] = set()
-"""Kernel files outside this folder whose kernels are kept in the per-user folder too,
-each keyed on its own source alone: files whose kernels call only their own code
-(:func:`keep_in_user_cache`)."""
-
-
-def keep_in_user_cache(py_file: str) -> None:
-    """Keep the kernels ``py_file`` defines from here on (``cache=True``) in the
-    per-user folder, keyed on that file's source, rather than beside the file: in an
-    installed package numba's own cache would write into ``site-packages``, where an
-    uninstall leaves the files (and a folder that shadows a later install) behind."""
-    OWN_FILES.add(Path(py_file).resolve())
 
 
 @cache
@@ -191,6 +178,7 @@ def _install_locator() -> bool:
 
 LOCATOR_INSTALLED = _install_locator()
 """Whether numba keeps the kernels in :func:`cache_folder` (a test checks it)."""
+__all__ = ["OWN_FILES", "keep_in_user_cache"]  # their home is :mod:`._compile` (no numba)
 
 
 class _CompileNotice(ev.Listener):

@@ -11,7 +11,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe.postprocess._kernels._compile import I64, U8, ZERO, internal, testable
+from ragframe.postprocess._kernels._compile import I64, U8, ZERO, in_python, internal, testable
+
+
+def _collapsible_array(seg: U8) -> U8:
+    """:func:`collapsible_u8` of every byte of ``seg`` (plain forms' numpy)."""
+    return (seg == 32) | ((seg - np.uint8(9)) < np.uint8(5))  # type: ignore[no-any-return]
+
+
+def _code_points_numpy(data: U8, start: int, end: int) -> int:
+    """:func:`code_points` in whole-array numpy (its plain form)."""
+    return int(np.count_nonzero((data[start:end] & 0xC0) != 0x80))
+
+
+def _normalized_length_numpy(data: U8, start: int, end: int) -> int:
+    """:func:`normalized_length` in whole-array numpy (its plain form)."""
+    both = _collapsible_array(data[start:end])
+    return end - start - int(np.count_nonzero(both[1:] & both[:-1]))
 
 
 @internal
@@ -35,15 +51,17 @@ def lead(b: int) -> bool:
 @internal
 def decode(data: U8, pos: int) -> tuple[int, int]:
     """The code point starting at ``data[pos]`` and the position after it."""
-    b = data[pos]
+    b = int(data[pos])  # int: 64 bits in plain Python too, as numba widens
     if b < 0x80:
         return b, pos + 1
+    b1 = int(data[pos + 1]) & 0x3F
     if b < 0xE0:
-        return ((b & 0x1F) << 6) | (data[pos + 1] & 0x3F), pos + 2
+        return ((b & 0x1F) << 6) | b1, pos + 2
+    b2 = int(data[pos + 2]) & 0x3F
     if b < 0xF0:
-        return ((b & 0x0F) << 12) | ((data[pos + 1] & 0x3F) << 6) | (data[pos + 2] & 0x3F), pos + 3
-    cp = ((b & 0x07) << 18) | ((data[pos + 1] & 0x3F) << 12) | ((data[pos + 2] & 0x3F) << 6)
-    return cp | (data[pos + 3] & 0x3F), pos + 4
+        return ((b & 0x0F) << 12) | (b1 << 6) | b2, pos + 3
+    cp = ((b & 0x07) << 18) | (b1 << 12) | (b2 << 6)
+    return cp | (int(data[pos + 3]) & 0x3F), pos + 4
 
 
 @testable
@@ -62,6 +80,7 @@ def java_whitespace(cp: int) -> bool:
     )
 
 
+@in_python(_code_points_numpy)
 @internal
 def code_points(data: U8, start: int, end: int) -> int:
     seg = data[start:end]  # a loop over a slice vectorizes
@@ -162,6 +181,7 @@ def trimmed(data: U8, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+@in_python(_normalized_length_numpy)
 @internal
 def normalized_length(data: U8, start: int, end: int) -> int:
     """Length in bytes of the normalized ``data[start:end]`` (already trimmed)."""
