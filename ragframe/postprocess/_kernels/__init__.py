@@ -16,6 +16,7 @@ file          family
 _compile      the decorators: functions compiled at a kernel's first call, one signature
 _jit          numba itself (imported then): options, the on-disk cache (keyed on these
               sources), the compile notice
+_own         kernel files elsewhere kept in the same per-user cache folder
 _ahead        a first run: the later kernels compiled in a second process meanwhile
 _preload      a warm run: the kernels loaded on a thread while the input is read
 _buffers      reading Arrow bytes in place: pointers, a row's bytes, prefetching

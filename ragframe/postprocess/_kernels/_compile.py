@@ -45,7 +45,6 @@ import sys
 import threading
 import types
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -125,20 +124,6 @@ class Lazy:
 
     def __repr__(self) -> str:
         return f"<{self.kind} {self.function.__module__}.{self.function.__qualname__}>"
-
-
-OWN_FILES: set[Path] = set()
-"""Kernel files outside this folder whose kernels are kept in the per-user folder too,
-each keyed on its own source alone: files whose kernels call only their own code
-(:func:`keep_in_user_cache`)."""
-
-
-def keep_in_user_cache(py_file: str) -> None:
-    """Keep the kernels ``py_file`` defines from here on (``cache=True``) in the
-    per-user folder, keyed on that file's source, rather than beside the file: in an
-    installed package numba's own cache would write into ``site-packages``, where an
-    uninstall leaves the files (and a folder that shadows a later install) behind."""
-    OWN_FILES.add(Path(py_file).resolve())
 
 
 KINDS = ("kernel", "testable", "internal", "intrinsic", "numba")
@@ -259,7 +244,9 @@ def jit_all(first: Lazy) -> Any:
         if first.jitted is None:
             from ragframe.postprocess._kernels import _jit  # numba, only now
 
-            modules = [sys.modules[name] for name in sorted(FILES) if name in sys.modules]
+            family = _family(first.function.__module__)
+            names = [name for name in sorted(FILES) if _family(name) == family]
+            modules = [sys.modules[name] for name in names if name in sys.modules]
             for module in modules:
                 for name, value in list(vars(module).items()):
                     if isinstance(value, Lazy):
@@ -269,6 +256,14 @@ def jit_all(first: Lazy) -> Any:
                         if value.kind != "kernel":  # Python calls kernels through Lazy
                             setattr(module, name, value.jitted)
         return first.jitted
+
+
+def _family(module: str) -> str:
+    """The files whose marked functions are made numba's together with ``module``'s:
+    this package's (kernels call helpers across its files), or ``module`` alone (a
+    kernel file elsewhere calls only its own code)."""
+    package = __name__.rpartition(".")[0]
+    return package if module.startswith(package + ".") else module
 
 
 def frozen(array: npt.ArrayLike, dtype: npt.DTypeLike) -> Any:

@@ -36,7 +36,7 @@ from numba.core.runtime.nrt import rtsys
 from numba.extending import intrinsic
 
 from ragframe.postprocess._kernels import _ahead
-from ragframe.postprocess._kernels._compile import OWN_FILES, keep_in_user_cache
+from ragframe.postprocess._kernels._own import OWN_FILES, keep_in_user_cache
 
 KERNELS = Path(__file__).resolve().parent
 """The folder of the kernel files, all of which the cache key hashes."""
@@ -178,7 +178,7 @@ def _install_locator() -> bool:
 
 LOCATOR_INSTALLED = _install_locator()
 """Whether numba keeps the kernels in :func:`cache_folder` (a test checks it)."""
-__all__ = ["OWN_FILES", "keep_in_user_cache"]  # their home is :mod:`._compile` (no numba)
+__all__ = ["OWN_FILES", "keep_in_user_cache"]  # their home is :mod:`._own` (no numba)
 
 
 class _CompileNotice(ev.Listener):
