@@ -81,7 +81,7 @@ def check_frame(schema: pl.Schema, what: str) -> None:
 
 def _events(spans: pl.LazyFrame, group: list[str], delta: str, other: str) -> pl.LazyFrame:
     """+1 at each span's start, -1 at its end, in column ``delta`` (``other``: 0)."""
-    start, end = pl.col(c.START_CHAR), pl.col(c.END_CHAR)
+    start, end = pl.col(c.START_CHAR).cast(pl.Int64), pl.col(c.END_CHAR).cast(pl.Int64)
     one = pl.lit(1, dtype=pl.Int64)
     zero = pl.lit(0, dtype=pl.Int64)
     at_start = spans.select(*group, start.alias(_POS), one.alias(delta), zero.alias(other))
