@@ -159,9 +159,7 @@ def read_qrels(
     grade = pl.col(c.RELEVANCE)
     offsets = list(SPAN_COLUMNS) if spans else []
     try:
-        out = frame.select(
-            c.QUERY_ID, c.DOC_ID, *offsets, grade, _gain(grade, gain).alias(c.GAIN)
-        )
+        out = frame.select(c.QUERY_ID, c.DOC_ID, *offsets, grade, _gain(grade, gain).alias(c.GAIN))
     except pl.exceptions.PolarsError as exc:
         raise ConfigError(f"gain: the function's expression failed: {exc}") from None
     bad = out[c.GAIN].is_nan() | out[c.GAIN].is_infinite()

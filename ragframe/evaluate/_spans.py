@@ -137,9 +137,7 @@ def block_offsets(blocks: pl.LazyFrame, store: pl.LazyFrame | None, key: list[st
             *block, doc, c.CHAR_COUNT, pl.col(c.CHUNK_INDEXES).alias(c.CHUNK_INDEX)
         ).explode(c.CHUNK_INDEX)
         offsets = store.select(c.DOC_ID, c.CHUNK_INDEX, c.START_CHAR, c.END_CHAR)
-        spans = pieces.join(offsets, on=[c.DOC_ID, c.CHUNK_INDEX], how="inner").drop(
-            c.CHUNK_INDEX
-        )
+        spans = pieces.join(offsets, on=[c.DOC_ID, c.CHUNK_INDEX], how="inner").drop(c.CHUNK_INDEX)
     else:
         raise ConfigError(
             "span judgements: span_recall and span_precision need the blocks' offsets; "
@@ -176,11 +174,7 @@ def covered_chars(
         [_events(relevant, group, _DR, _DC), _events(covered, group, _DC, _DR)], how="vertical"
     )
     both = (pl.col(_DR) > 0) & (pl.col(_DC) > 0)
-    return (
-        _pieces(events, group)
-        .group_by(key)
-        .agg(pl.col(_LEN).filter(both).sum().alias(_COVERED))
-    )
+    return _pieces(events, group).group_by(key).agg(pl.col(_LEN).filter(both).sum().alias(_COVERED))
 
 
 def span_metrics(
