@@ -199,3 +199,21 @@ def test_chunk_level_matches_reference(raw_spans: list[tuple[int, int, int, int,
             assert row["recall@100"] is None  # unjudged, as at document level
             continue
         assert row["recall@100"] == pytest.approx(len(hit) / len(mine) if mine else 0.0)
+
+
+def test_whole_document_spans_equal_document_judgements() -> None:
+    """Judging each document as the span 0..len gives the document judgements' list
+    metrics, and the best of several spans is the document's grade."""
+    docs = pl.DataFrame({"query_id": [1, 1, 1, 2, 2], "doc_id": [5, 6, 7, 5, 8]})
+    grades = [2, 0, -1, 1, 3]
+    plain = rf.read_qrels(docs.with_columns(relevance=pl.Series(grades)))
+    spans = _qrels(
+        [(q, d, 0, 100, g) for (q, d), g in zip(docs.rows(), grades, strict=True)]
+        + [(1, 5, 10, 20, 1), (2, 8, 0, 0, 0)]
+    )
+    run = pl.DataFrame(
+        {"query_id": [1, 1, 1, 2, 2], "doc_id": [6, 5, 9, 8, 7], "score": [3.0, 2, 1, 2, 1]}
+    )
+    want = evaluate(plain, candidates=run, k=[1, 3]).collect()
+    got = evaluate(spans, candidates=run, k=[1, 3]).collect()
+    assert got.equals(want)
