@@ -20,7 +20,9 @@ With R the number of relevant judged documents (gain > 0):
   holds (from the chunk store's ``start_char``/``end_char``: each block covers its
   chunks' spans); null without offsets;
 * ``first_relevant_rank`` and ``first_relevant_offset`` (characters of context before
-  it); ``truncated_blocks``; ``blocks``.
+  it); ``truncated_blocks``; ``blocks``;
+* with span judgements, ``span_recall`` and ``span_precision``
+  (:mod:`ragframe.evaluate._spans`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe.evaluate._lists import ideal_dcg, relevant_counts
+from ragframe.evaluate._spans import span_columns, span_metrics
 
 _GROUP_SPAN = 2**32
 """Larger than any character offset: a group's number times this, plus an offset, keeps
@@ -134,6 +137,8 @@ def context_metrics(
     max_tokens: int | str | None = None,
     in_tokens: str | None = None,
     counts_tokens: str | None = None,
+    spans: pl.LazyFrame | None = None,
+    span_store: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """The context metrics of every query with blocks or judgements (see the module
     docstring). ``blocks`` as ``postprocess`` gives them; ``qrels`` with gains.
@@ -146,7 +151,9 @@ def context_metrics(
     the blocks have ``token_count``), else ``max_characters``; with ``in_tokens`` (a
     boolean column of ``budgets``), against the one each context's row names; with
     ``counts_tokens`` (another), ``tokens_used`` is null for the contexts whose tokens
-    were not counted."""
+    were not counted. With ``spans`` (span judgements, ids met), also ``span_recall``
+    and ``span_precision`` (:mod:`ragframe.evaluate._spans`; the blocks' offsets from
+    their own columns or ``span_store``)."""
     key = [*by, c.QUERY_ID]
     tokens = c.TOKEN_COUNT in blocks.collect_schema()
     judged = qrels.select(c.QUERY_ID, c.DOC_ID, c.GAIN, pl.lit(True).alias(c.JUDGED))
@@ -189,6 +196,10 @@ def context_metrics(
     table = table.join(ideal, on=key, how="left")
     if chunks is not None:
         table = table.join(duplicate_chars(blocks, chunks, by), on=key, how="left")
+    if spans is not None:
+        judged_chars, covered = span_metrics(blocks, spans, span_store, by)
+        table = table.join(judged_chars, on=c.QUERY_ID, how="left")
+        table = table.join(covered, on=key, how="left")
     used = pl.col(c.CHARS_USED).fill_null(0)
     reached = pl.col(c.T_COUNT).fill_null(0).cast(pl.Float64)
 
@@ -219,6 +230,7 @@ def context_metrics(
         budget.alias(c.BUDGET_SHARE),
         *([] if tokens_used is None else [_counted(tokens_used, counts_tokens)]),
         (pl.col(c.T_TOTAL).fill_null(0) / used_or_null).alias(c.RELEVANT_SHARE),
+        *([] if spans is None else span_columns(used)),
         (pl.col(c.T_LENGTH).fill_null(0) / used_or_null).alias(c.UNJUDGED_SHARE),
         duplicates.alias(c.DUPLICATE_CHARS),
         c.FIRST_RELEVANT_RANK,

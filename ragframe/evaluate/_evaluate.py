@@ -11,12 +11,22 @@ import polars as pl
 from ragframe import schema as c
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.evaluate._context import context_metrics
+from ragframe.evaluate._ids import meeting
 from ragframe.evaluate._inputs import budgets as checked_budgets
 from ragframe.evaluate._inputs import context_blocks, cutoffs, meet_ids
 from ragframe.evaluate._lists import list_metrics, relevant_counts, relevant_documents
 from ragframe.evaluate._metrics import higher_is_better
 from ragframe.evaluate._qrels import judgements
 from ragframe.evaluate._runs import Ties, check_ties, ranking_rows, relevant_ranks
+from ragframe.evaluate._span_levels import (
+    Level,
+    at_chunk_level,
+    check_chunk_level,
+    check_level,
+    chunk_rows,
+    span_store,
+)
+from ragframe.evaluate._spans import has_spans, split, store_of
 
 
 def evaluate(
@@ -30,6 +40,7 @@ def evaluate(
     chunks: Any = None,
     max_tokens: int | None = None,
     ties: Ties = "input",
+    level: Level = "document",
 ) -> pl.LazyFrame:
     """Metrics per query: list metrics of the ranked ``candidates`` (documents ranked by
     their best chunk's score, see :func:`ragframe.evaluate.document_ranking`) and
@@ -63,6 +74,20 @@ def evaluate(
             have ``token_count``): ``budget_share`` is then ``tokens_used / max_tokens``.
         ties: documents of equal score ranked by first appearance (``"input"``) or as
             trec_eval ranks them (``"trec_eval"``: by document id, descending, as text).
+        level: what the list metrics rank: ``"document"`` (the default) or, with span
+            judgements and ``chunks`` (the chunk store), ``"chunk"``: each chunk of the
+            candidates (``chunk_index``) is an item, relevant when it overlaps a
+            relevant span, with the best gain of those spans; ``recall@k`` and the ideal
+            DCG count the relevant chunks of the store (a candidate the store lacks is
+            not relevant; one without ``chunk_index`` is not ranked).
+
+    Span judgements (``start_char``/``end_char``, SPEC 7; the rules are in
+    :mod:`ragframe.evaluate._spans`): a document counts as its best span judges it in
+    every document-level metric, and ``blocks`` also get ``span_recall`` and
+    ``span_precision``, from the blocks' own ``start_char``/``end_char``, else their
+    ``chunk_indexes`` in ``chunks``, else in the candidates when they have offsets (a
+    ConfigError when none has them; null for fetch output, whose content is not the
+    chunks' text). ``n_relevant`` counts relevant documents at either level.
 
     Returns:
         A LazyFrame, one row per query: ``query_id, n_relevant, judged``, then the list
@@ -71,7 +96,8 @@ def evaluate(
     Raises:
         ConfigError: neither ``candidates`` nor ``blocks`` is given, a bad ``k``, a
             budget that is not an integer >= 1, both budgets, a budget or ``chunks``
-            without blocks, ``chunks`` with fetch output, or a bad ``ties``.
+            without blocks (chunk level aside), ``chunks`` with fetch output, a bad
+            ``ties`` or ``level``, span judgements with blocks that have no offsets.
         SchemaError: a required column is missing or has the wrong type.
         DataError: ids that cannot meet (see above), when collected.
 
@@ -88,24 +114,40 @@ def evaluate(
         )
     ks = cutoffs(k)
     check_ties(ties)
+    check_level(level, candidates)
     budgets = checked_budgets(max_blocks, max_characters, max_tokens, blocks is not None)
-    if chunks is not None and blocks is None:
+    if chunks is not None and blocks is None and level == "document":
         raise ConfigError("chunks give the blocks' duplicate_chars; no blocks given")
     judged = judgements(qrels)
-    rows = ranking_rows(candidates, ties) if candidates is not None else None
+    spanned = has_spans(judged.columns)
+    chunked = level == "chunk"
+    if chunked:
+        check_chunk_level(spanned, chunks)
+    rows = None
+    if candidates is not None:
+        rows = chunk_rows(candidates) if chunked else ranking_rows(candidates, ties)
     context = context_blocks(blocks, chunks, budgets["max_tokens"]) if blocks is not None else None
+    fetched = blocks is not None and c.CONTENT in c.to_lazy(blocks, "blocks").collect_schema()
+    store = span_store(chunks, candidates) if spanned and (chunked or not fetched) else None
     given = [(f, n) for f, n in ((rows, c.DOC_ID), (context, c.ENTITY_ID)) if f is not None]
     judged, frames = meet_ids(judged, given, "candidates" if rows is not None else "blocks")
+    if store is not None:
+        doc, have = judged.schema[c.DOC_ID], store.collect_schema()[c.DOC_ID]
+        store = store.with_columns(meeting(c.DOC_ID, doc, have, "chunks", "the qrels' doc_id"))
+    judged, spans = split(judged)
     parts: list[pl.LazyFrame] = []
     ids: list[pl.LazyFrame] = []
     if rows is not None:
         rows = frames.pop(0)
-        found = relevant_ranks(rows, relevant_documents(judged))
-        parts.append(list_metrics(found, judged.lazy(), ks).drop(c.N_RELEVANT))
+        relevant = relevant_documents(judged)
+        if chunked:
+            rows, relevant = at_chunk_level(rows, spans, store, ties)
+        found = relevant_ranks(rows, relevant)
+        list_qrels = relevant.lazy() if chunked else judged.lazy()
+        parts.append(list_metrics(found, list_qrels, ks).drop(c.N_RELEVANT))
         ids.append(found.select(c.QUERY_ID))
     if context is not None:
         context = frames.pop(0)
-        store = None if chunks is None else _store(chunks)
         parts.append(
             context_metrics(
                 context,
@@ -113,9 +155,15 @@ def evaluate(
                 max_blocks=budgets["max_blocks"],
                 max_characters=budgets["max_characters"],
                 max_tokens=budgets["max_tokens"],
-                chunks=store,
+                chunks=None if chunks is None else _store(chunks),
+                spans=None if spans is None or fetched else spans.lazy(),
+                span_store=store,
             )
         )
+        if spans is not None and fetched:
+            parts[-1] = parts[-1].with_columns(
+                pl.lit(None, dtype=pl.Float64).alias(n) for n in (c.SPAN_RECALL, c.SPAN_PRECISION)
+            )
         ids.append(context.select(c.QUERY_ID))
     counts = relevant_counts(judged.lazy()).with_columns(pl.lit(True).alias(c.JUDGED))
     everyone = pl.concat([counts.select(c.QUERY_ID), *ids], how="vertical").unique(
@@ -152,6 +200,7 @@ def evaluate_contexts(
     tokens (:data:`IN_TOKENS`) and counts them (:data:`COUNTS_TOKENS`). Every judged
     query is reported for every config, as :func:`evaluate` reports it."""
     judged, (met_blocks,) = meet_ids(qrels, [(blocks, c.ENTITY_ID)], "candidates")
+    judged, spans = split(judged)
     aligned = judged.lazy()
     by = [c.CONFIG]
     names = ["max_blocks", "max_characters", "max_tokens", IN_TOKENS, COUNTS_TOKENS]
@@ -167,6 +216,8 @@ def evaluate_contexts(
         chunks=None if chunks is None else _store(chunks),
         by=by,
         budgets=budgets,
+        spans=None if spans is None else spans.lazy(),
+        span_store=None if spans is None or chunks is None else store_of(chunks),
     )
     counts = relevant_counts(aligned).with_columns(pl.lit(True).alias(c.JUDGED))
     table = table.join(counts, on=c.QUERY_ID, how="left").with_columns(
@@ -202,6 +253,7 @@ _NULLABLE = {
     c.DUPLICATE_CHARS,
     c.FIRST_RELEVANT_RANK,
     c.FIRST_RELEVANT_OFFSET,
+    c.SPAN_PRECISION,
 }
 """Metrics that stay null where undefined (no budget given, no characters, no relevant
 block) rather than 0."""

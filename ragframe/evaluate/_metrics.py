@@ -5,10 +5,11 @@ its Pareto front by these directions, and refuses to rank by anything else.
 
 Higher is better: the list metrics (``ndcg@k``, ``recall@k``, ``precision@k``,
 ``hit@k``, ``map``, ``mrr``), ``context_recall``, ``context_recall_capped``,
-``context_ndcg``, ``relevant_share``. Lower is better: what the context costs
-(``chars_used``, ``tokens_used``, ``blocks``, ``budget_share``) and what it wastes
-(``duplicate_chars``, ``unjudged_share``, ``truncated_blocks``), and how far the first
-relevant block is (``first_relevant_rank``, ``first_relevant_offset``).
+``context_ndcg``, ``relevant_share``, ``span_recall``, ``span_precision``. Lower is
+better: what the context costs (``chars_used``, ``tokens_used``, ``blocks``,
+``budget_share``) and what it wastes (``duplicate_chars``, ``unjudged_share``,
+``truncated_blocks``), and how far the first relevant block is
+(``first_relevant_rank``, ``first_relevant_offset``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ HIGHER = frozenset(
         c.CONTEXT_RECALL_CAPPED,
         c.CONTEXT_NDCG,
         c.RELEVANT_SHARE,
+        c.SPAN_RECALL,
+        c.SPAN_PRECISION,
     }
 )
 LOWER = frozenset(

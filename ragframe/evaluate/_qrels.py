@@ -19,6 +19,8 @@ from ragframe._validate import plural
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.evaluate import _files
 from ragframe.evaluate._ids import IdMode, check_kind, parsed
+from ragframe.evaluate._span_checks import checked_spans, known_documents
+from ragframe.evaluate._spans import SPAN_COLUMNS, check_frame, has_spans
 
 Gain = Mapping[int, float] | Callable[[pl.Expr], pl.Expr] | None
 """How grades become gains: a mapping (grades it lacks gain 0), an expression builder,
@@ -81,8 +83,10 @@ def read_qrels(
     split: str | None = None,
     ids: IdMode = "as_written",
     duplicates: Duplicates = "error",
+    documents: Any = None,
 ) -> pl.DataFrame:
-    """Relevance judgements as ``query_id, doc_id, relevance, gain``, in source order.
+    """Relevance judgements as ``query_id, doc_id, relevance, gain``, in source order;
+    span judgements as ``query_id, doc_id, start_char, end_char, relevance, gain``.
 
     ``source`` is a frame (``query_id``, ``doc_id``, ``relevance``) or a path: a file,
     a glob, a folder or ``-`` (standard input), holding tables with those columns
@@ -102,16 +106,32 @@ def read_qrels(
     lacks gain 0. A pair judged twice is an error naming both places unless
     ``duplicates`` says which grade to keep (``"first"``, ``"last"``, ``"max"``).
 
+    Span judgements (SPEC 7): a table (or frame) with ``start_char`` and ``end_char``
+    (code-point offsets into the document's text, end exclusive) judges those
+    characters; how :func:`ragframe.evaluate` counts them is in
+    :mod:`ragframe.evaluate._spans`. Every row needs both offsets (integers, 0 <=
+    start_char <= end_char): a row without them would be a document judgement, and
+    the two are not mixed in one qrels (a whole document is the span from 0 to its
+    length). Spans may overlap, nest, repeat or be empty (``duplicates`` is for
+    document judgements only). With ``documents`` (``doc_id`` and ``text``, or
+    ``char_count``: a table, frame or path), every judged document must be there and
+    every span must end within its text; without, spans are not checked against the
+    documents (a span past a document's end judges characters no block can cover).
+
     Args:
         source: the judgements (see above).
         gain: grades to gains (see above).
         split: the BEIR split (default ``test``); only for a BEIR folder.
         ids: ``"as_written"`` (the default) or ``"integers"``.
         duplicates: ``"error"`` (the default), ``"first"``, ``"last"`` or ``"max"``.
+        documents: the judged documents, to check the judgements against (see above).
 
     Raises:
-        SchemaError: a missing column, or one of the wrong type.
-        DataError: a null id, a grade that is not an integer, a repeated pair.
+        SchemaError: a missing column, or one of the wrong type (one offset without the
+            other).
+        DataError: a null id, a grade that is not an integer, a repeated pair; a span
+            with a null or negative offset, start_char > end_char, past its document's
+            end, or on a document ``documents`` lacks.
         RagframeError: a file that cannot be read (empty, short or long lines, a BEIR
             file without its header), naming the file and line.
         ConfigError: a bad ``gain``, ``split``, ``ids`` or ``duplicates``.
@@ -128,11 +148,18 @@ def read_qrels(
     if split is not None and not isinstance(split, str):
         raise ConfigError(f"split must be a string (a BEIR split, e.g. 'test'), got {split!r}")
     frame, found, given = _read(source, split)
-    frame = _checked(frame, found, given, ids)
-    frame = _one_each(frame, found, given, duplicates)
+    spans = has_spans(frame.columns)
+    frame = _checked(frame, found, given, ids, spans)
+    if spans:
+        frame = checked_spans(frame, lambda row: _files.place(found, frame, given, row))
+    else:
+        frame = _one_each(frame, found, given, duplicates)
+    if documents is not None:
+        known_documents(frame, documents, lambda row: _files.place(found, frame, given, row))
     grade = pl.col(c.RELEVANCE)
+    offsets = list(SPAN_COLUMNS) if spans else []
     try:
-        out = frame.select(c.QUERY_ID, c.DOC_ID, grade, _gain(grade, gain).alias(c.GAIN))
+        out = frame.select(c.QUERY_ID, c.DOC_ID, *offsets, grade, _gain(grade, gain).alias(c.GAIN))
     except pl.exceptions.PolarsError as exc:
         raise ConfigError(f"gain: the function's expression failed: {exc}") from None
     bad = out[c.GAIN].is_nan() | out[c.GAIN].is_infinite()
@@ -182,17 +209,19 @@ def _grades(rows: pl.DataFrame, found: _files.Found) -> pl.DataFrame:
 
 
 def _checked(
-    frame: pl.DataFrame, found: _files.Found | None, given: str, ids: IdMode
+    frame: pl.DataFrame, found: _files.Found | None, given: str, ids: IdMode, spans: bool
 ) -> pl.DataFrame:
     """Columns and values checked, rows without a grade left out, ids parsed when
-    asked."""
+    asked; with ``spans``, the offsets kept (their values: :func:`checked_spans`)."""
     what = f"qrels {given}" if given else "qrels"  # row-level messages name the place
     c.require_columns(frame.schema, _COLUMNS, what)
     for name in (c.QUERY_ID, c.DOC_ID):
         check_kind(frame.schema, name, what)
     c.require_kind(frame.schema, c.RELEVANCE, ["int", "float"], what)
+    if spans:
+        check_frame(frame.schema, what)
     extra = [n for n in (_files.FILE, _files.LINE, c.T_ROW) if n in frame.columns]
-    frame = frame.select(*_COLUMNS, *extra)
+    frame = frame.select(*_COLUMNS, *(SPAN_COLUMNS if spans else ()), *extra)
     for name in (c.QUERY_ID, c.DOC_ID):
         nulls = frame[name].is_null()
         if nulls.any():
@@ -263,5 +292,8 @@ def judgements(qrels: Any) -> pl.DataFrame:
         for name in (c.QUERY_ID, c.DOC_ID):
             check_kind(qrels.schema, name, "qrels")
         c.require_kind(qrels.schema, c.GAIN, ["int", "float"], "qrels")
+        if has_spans(qrels.columns):
+            check_frame(qrels.schema, "qrels")
+            return checked_spans(qrels, lambda row: f"row {row}")
         return qrels
     return read_qrels(qrels)
