@@ -34,9 +34,11 @@ from ragframe.errors import ConfigError, DataError, RagframeError, SchemaError
 if TYPE_CHECKING:
     from ragframe.dataset import RunSummary, chunk_dataset, fetch_dataset, postprocess_dataset
     from ragframe.evaluate import (
+        ExperimentResult,
         SweepResult,
         document_ranking,
         evaluate,
+        experiment,
         plot_budget,
         plot_distribution,
         plot_pareto,
@@ -64,6 +66,7 @@ __all__ = [
     "BM25Index",
     "ConfigError",
     "DataError",
+    "ExperimentResult",
     "FetchConfig",
     "HighlightConfig",
     "PostprocessConfig",
@@ -79,6 +82,7 @@ __all__ = [
     "chunk_dataset",
     "document_ranking",
     "evaluate",
+    "experiment",
     "fetch",
     "fetch_dataset",
     "highlight",
@@ -106,7 +110,8 @@ __version__ = "0.1.0"
 _STAGES = {
     "ragframe.dataset": "RunSummary chunk_dataset fetch_dataset postprocess_dataset",
     "ragframe.evaluate": (
-        "SweepResult document_ranking evaluate read_qrels read_run summarize sweep write_run "
+        "ExperimentResult SweepResult document_ranking evaluate experiment read_qrels read_run "
+        "summarize sweep write_run "
         "plot_budget plot_distribution plot_pareto write_report"
     ),
     "ragframe.fetch": "FetchConfig HighlightConfig fetch highlight missing_documents",

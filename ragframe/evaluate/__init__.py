@@ -21,6 +21,8 @@ every query accounted for,   :mod:`._evaluate` (:func:`evaluate`, :func:`summari
 means over judged queries
 sweep: shared steps          :mod:`._sweep` (:func:`sweep`; which step reads which
                              parameter), :mod:`._result` (:class:`SweepResult`)
+experiment: chunk, retrieve, :mod:`._experiment` (:func:`experiment`), :mod:`._grid`
+post-process, evaluate       (which stage reads which grid parameter)
 intervals, paired tests,     :mod:`._stats` (bootstrap, randomization, t, Holm, Pareto)
 Holm, the Pareto front
 plots, the HTML report       :mod:`._plots` (the ``ragframe[plot]`` extra, matplotlib;
@@ -32,6 +34,7 @@ plots, the HTML report       :mod:`._plots` (the ``ragframe[plot]`` extra, matpl
 from __future__ import annotations
 
 from ragframe.evaluate._evaluate import evaluate, summarize
+from ragframe.evaluate._experiment import ExperimentResult, experiment
 from ragframe.evaluate._plots import plot_budget, plot_distribution, plot_pareto, write_report
 from ragframe.evaluate._qrels import read_qrels
 from ragframe.evaluate._result import SweepResult
@@ -40,9 +43,11 @@ from ragframe.evaluate._runs import document_ranking
 from ragframe.evaluate._sweep import sweep
 
 __all__ = [
+    "ExperimentResult",
     "SweepResult",
     "document_ranking",
     "evaluate",
+    "experiment",
     "plot_budget",
     "plot_distribution",
     "plot_pareto",

@@ -1,0 +1,116 @@
+"""experiment (SPEC 8): each configuration equals its stages run alone; the grid's checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import ragframe
+from ragframe.errors import ConfigError
+from ragframe.evaluate._experiment import experiment
+from ragframe.evaluate._grid import settings
+from tests.conftest import require_cranfield
+
+GAIN = {1: 4, 2: 3, 3: 2, 4: 1}
+GRID = {
+    "size": [200, 400, 800],
+    "overlap_chars": [50],
+    "k": [10, 20],
+    "top_k": [5, 10],
+    "max_characters": [1000, 2000],
+}
+
+
+def _cranfield() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    folder = require_cranfield("docs.parquet", "queries.parquet", "qrels.parquet")
+    docs = pl.read_parquet(folder / "docs.parquet")
+    queries = pl.read_parquet(folder / "queries.parquet").select("query_id", "text")
+    qrels = ragframe.read_qrels(pl.read_parquet(folder / "qrels.parquet"), gain=GAIN)
+    return docs, queries, qrels
+
+
+def _alone(docs: Any, queries: Any, qrels: Any, setting: Any) -> pl.DataFrame:
+    """One configuration without any sharing: chunk, retrieve, postprocess, evaluate."""
+    chunks = ragframe.chunk(docs, setting.window).collect()
+    found = ragframe.retrieve(chunks, queries, setting.retrieval).collect()
+    found = found.drop("start_char", "end_char")
+    blocks = ragframe.postprocess(found, setting.context, chunks=chunks)
+    return ragframe.evaluate(
+        qrels,
+        blocks=blocks,
+        max_blocks=setting.context.max_blocks,
+        max_characters=setting.context.max_characters,
+        chunks=chunks,
+    ).collect()
+
+
+def test_each_configuration_equals_its_stages_run_alone() -> None:
+    docs, queries, qrels = _cranfield()
+    result = experiment(docs, queries, qrels, GRID, keep=True)
+    configured, varied = settings(GRID)
+    assert varied == ("window_chars", "k", "top_k", "max_characters")
+    assert result.summary.height == len(configured) == 24
+    assert len(result.chunks) == 3 and len(result.candidates) == 3  # k shares a search
+    for number, setting in enumerate(configured):
+        mine = result.per_query.filter(pl.col("config") == number)
+        assert mine.select(varied).unique().rows() == [
+            (
+                setting.window.window_chars,
+                setting.retrieval.k,
+                setting.context.top_k,
+                setting.context.max_characters,
+            )
+        ]
+        assert_frame_equal(mine.drop("config", *varied), _alone(docs, queries, qrels, setting))
+
+
+def test_the_default_data_runs_and_queries_may_name_their_text_query() -> None:
+    data = ragframe.__file__.rsplit("/", 2)[0] + "/data/"
+    docs = pl.read_parquet(data + "documents.parquet")
+    queries = pl.read_parquet(data + "queries.parquet")  # query_id, query
+    qrels = pl.read_parquet(data + "qrels.parquet")
+    result = experiment(docs, queries, qrels, {"size": [200, 400], "max_characters": 2000})
+    assert result.summary.height == 2
+    assert result.per_query["query_id"].n_unique() == queries.height
+    assert result.best().height == 1
+
+
+@pytest.mark.parametrize(
+    ("grid", "first"),
+    [
+        ({"sise": [200]}, "experiment grid: unknown parameter 'sise'; did you mean 'size'?"),
+        ({"size": []}, "experiment grid: 'size' needs at least one value, got []"),
+        ({"size": [0]}, "experiment grid: invalid window: window_chars=0"),
+        ({"overlap": [50]}, "experiment grid: 'overlap' is postprocess's merge mode"),
+        ({"k": [0]}, "experiment grid: k must be"),
+        ({"size": {1, 2}}, "sweep grid: 'size' must be a list of values"),
+        ({}, "experiment grid: no parameters"),
+        (
+            {"size": list(range(1, 40)), "top_k": list(range(1, 40))},
+            "experiment grid: 1,521 configurations, more than the maximum of 1,000",
+        ),
+    ],
+    ids=[
+        "did-you-mean",
+        "empty",
+        "bad-window",
+        "overlap-mode",
+        "bad-k",
+        "set",
+        "nothing",
+        "too-many",
+    ],
+)
+def test_a_bad_grid_is_refused_before_any_work(grid: dict[str, Any], first: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        settings(grid)
+    assert str(info.value).startswith(first), str(info.value)
+
+
+def test_the_maximum_may_be_raised() -> None:
+    grid = {"size": list(range(2, 40)), "overlap_chars": 1, "top_k": list(range(1, 40))}
+    configured, _ = settings(grid, max_configurations=2000)
+    assert len(configured) == 38 * 39
