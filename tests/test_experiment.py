@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -114,3 +115,49 @@ def test_the_maximum_may_be_raised() -> None:
     grid = {"size": list(range(2, 40)), "overlap_chars": 1, "top_k": list(range(1, 40))}
     configured, _ = settings(grid, max_configurations=2000)
     assert len(configured) == 38 * 39
+
+
+def test_the_readme_default_job_runs_the_whole_chain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's first command (its arguments, against the bundled data)."""
+    from ragframe.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    line = (root / "README.md").read_text().splitlines()[3]
+    command = line.split(" && ragframe ", 1)[1].split()
+    assert command[0] == "experiment"
+    args = [a if a.startswith("-") else str(root / a) for a in command]
+    args[0], args[-1] = "experiment", str(tmp_path / "experiment")
+    assert main(args) == 0
+    shown = capsys.readouterr().out
+    assert "context_recall" in shown and "95% interval" in shown and "window_chars" in shown
+    summary = pl.read_parquet(tmp_path / "experiment" / "summary.parquet")
+    assert summary.height == 9 and set(summary["window_chars"]) == {200, 400, 800}
+    per_query = pl.read_parquet(tmp_path / "experiment" / "per_query.parquet")
+    assert per_query.height == 9 * 20
+
+
+def test_the_cli_refuses_a_bad_grid_in_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragframe.cli import main
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[grid]\nsise = [200]\n")
+    out = tmp_path / "out"
+    args = ["experiment", str(data / "documents.parquet"), "--queries"]
+    args += [str(data / "queries.parquet"), "--qrels", str(data / "qrels.parquet")]
+    assert main([*args, "--grid", str(bad), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: experiment grid: unknown parameter 'sise'; did you mean 'size'?")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    big = tmp_path / "big.toml"
+    big.write_text("[grid]\nsize = [100, 200, 300]\ntop_k = [1, 2, 3, 4]\n")
+    assert main([*args, "--grid", str(big), "-o", str(out), "--max-configurations", "10"]) == 2
+    assert "12 configurations, more than the maximum of 10" in capsys.readouterr().err
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "bad.toml",
+        "big.toml",
+    ]

@@ -73,6 +73,11 @@ COMMANDS = {
     "sweep": Command(
         "sweep", "add_sweep", "run and evaluate many postprocess settings over the same candidates"
     ),
+    "experiment": Command(
+        "experiment",
+        "add_experiment",
+        "chunk, retrieve, post-process and evaluate a grid of settings, from documents",
+    ),
     "window": Command(
         "window", "add_window", "cut documents made of sections into overlapping character windows"
     ),
