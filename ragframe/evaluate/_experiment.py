@@ -213,13 +213,20 @@ def _rows(
         )
         rows = rows.join(numbering, on=c.CONFIG).with_columns(pl.col("_global").alias(c.CONFIG))
         columns = [
-            pl.lit(v).alias(n)
+            _literal(v).alias(n)
             for n, v in _grid.configuration_columns(settings[numbers[0]], varied).items()
             if _grid.parameter_stage(n) != "context"
         ]
         rows = rows.with_columns(columns).drop("_global")
         parts.append(rows.select(c.CONFIG, *(varied or ("top_k",)), *measured))
     return pl.concat(parts, how="vertical")
+
+
+def _literal(value: Any) -> pl.Expr:
+    """A parameter's value as a column (integers as Int64, as the other parameters)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return pl.lit(value, dtype=pl.Int64)
+    return pl.lit(value)
 
 
 def _metrics(rows: pl.DataFrame) -> list[str]:
