@@ -23,10 +23,17 @@ import polars as pl
 from ragframe import schema as c
 from ragframe.errors import ConfigError
 from ragframe.evaluate import _grid
+from ragframe.evaluate._evaluate import evaluate_contexts
 from ragframe.evaluate._grid import Setting
 from ragframe.evaluate._qrels import judgements
 from ragframe.evaluate._result import SweepResult
-from ragframe.evaluate._sweep import DEFAULT_METRICS, chosen, sweep_result, sweep_rows
+from ragframe.evaluate._sweep import (
+    DEFAULT_METRICS,
+    chosen,
+    settings_row,
+    sweep_blocks,
+    sweep_result,
+)
 from ragframe.retrieve import RetrieveConfig
 from ragframe.window import WindowConfig
 
@@ -122,33 +129,29 @@ def experiment(
     base = _baseline(baseline, len(settings))
     judged = judgements(qrels)
     docs, asked = c.to_lazy(documents, "documents"), _queries(queries)
-    chunks: dict[WindowConfig, pl.DataFrame] = {}
+    chunks: dict[WindowConfig, pl.DataFrame] = {}  # chunk indexes shifted per window
     candidates: dict[tuple[WindowConfig, RetrieveConfig], pl.DataFrame] = {}
-    parts = []
+    blocks: list[pl.LazyFrame] = []
     from ragframe.dataset._progress import steps
 
     groups = _groups(settings)
-    with steps("experiment", len(groups), progress) as bar:
+    with steps("experiment", len(groups) + 1, progress) as bar:
         for (window, search), members in groups.items():
             if window not in chunks:
-                chunks[window] = _chunks(docs, window)
+                chunks[window] = _chunks(docs, window, len(chunks))
             if (window, search) not in candidates:
-                found = _retrieve(chunks[window], asked, search, embed)
-                candidates[(window, search)] = found
-            parts.append(
-                _rows(
-                    candidates[(window, search)], chunks[window], members, settings, varied, judged
-                )
-            )
+                candidates[(window, search)] = _retrieve(chunks[window], asked, search, embed)
+            blocks += _blocks(candidates[(window, search)], chunks[window], members, settings)
             bar.update(1)
-    per_query = pl.concat(parts, how="vertical").sort(c.CONFIG, maintain_order=True)
+        per_query = _evaluate(blocks, list(chunks.values()), settings, varied, judged)
+        bar.update(1)
     result = sweep_result(
         per_query, varied, base, metric=metric, cost=cost, metrics=wanted, seed=seed
     )
     return ExperimentResult(
         **{f.name: getattr(result, f.name) for f in dataclasses.fields(SweepResult)},
-        chunks=chunks if keep else {},
-        candidates=candidates if keep else {},
+        chunks={w: _unshifted(x) for w, x in chunks.items()} if keep else {},
+        candidates={key: _unshifted(x) for key, x in candidates.items()} if keep else {},
         settings=tuple(settings),
     )
 
@@ -171,10 +174,21 @@ def _groups(
     return groups
 
 
-def _chunks(documents: pl.LazyFrame, window: WindowConfig) -> pl.DataFrame:
+SHIFT = 32
+"""Inside an experiment, window ``w``'s chunk indexes are ``chunk_index + (w << SHIFT)``
+(differences, hence adjacency, unchanged), so that the contexts of every window are
+evaluated together against one chunk store; kept tables are given back unshifted."""
+
+
+def _chunks(documents: pl.LazyFrame, window: WindowConfig, number: int) -> pl.DataFrame:
     from ragframe.window import chunk
 
-    return chunk(documents, window).collect()
+    shift = pl.col(c.CHUNK_INDEX) + (number << SHIFT)
+    return chunk(documents, window).with_columns(shift).collect()
+
+
+def _unshifted(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.col(c.CHUNK_INDEX) % (1 << SHIFT))
 
 
 def _retrieve(
@@ -185,53 +199,48 @@ def _retrieve(
     return retrieve(chunks, queries, search, embed=embed).collect()
 
 
-def _rows(
-    found: pl.DataFrame,
-    chunks: pl.DataFrame,
-    members: Sequence[int],
+def _blocks(
+    found: pl.DataFrame, chunks: pl.DataFrame, members: Sequence[int], settings: Sequence[Setting]
+) -> list[pl.LazyFrame]:
+    """The blocks of the configurations ``members``, which share one search: each
+    ``k``'s candidates are the search's first ``k`` per query, their context
+    configurations post-processed together (:func:`sweep_blocks`)."""
+    by_k: dict[int, list[int]] = {}
+    for m in members:
+        by_k.setdefault(settings[m].retrieval.k, []).append(m)
+    out = []
+    for k, numbers in by_k.items():
+        top = found.filter(pl.col(c.RANK) <= k).drop(c.START_CHAR, c.END_CHAR, strict=False)
+        made = sweep_blocks(top, [settings[m].context for m in numbers], chunks)
+        numbered = zip(made, numbers, strict=True)
+        out += [x.with_columns(pl.lit(n, dtype=pl.Int64).alias(c.CONFIG)) for x, n in numbered]
+    return out
+
+
+def _evaluate(
+    blocks: list[pl.LazyFrame],
+    chunks: list[pl.DataFrame],
     settings: Sequence[Setting],
     varied: tuple[str, ...],
     judged: pl.DataFrame,
 ) -> pl.DataFrame:
-    """The per-(configuration, query) rows of ``members``, which share one search:
-    each ``k``'s candidates are the search's first ``k`` per query, their context
-    configurations swept together."""
-    by_k: dict[int, list[int]] = {}
-    for m in members:
-        by_k.setdefault(settings[m].retrieval.k, []).append(m)
-    context = tuple(n for n in varied if _grid.parameter_stage(n) == "context")
-    parts = []
-    for k, numbers in by_k.items():
-        top = found.filter(pl.col(c.RANK) <= k).drop(c.START_CHAR, c.END_CHAR, strict=False)
-        rows = sweep_rows(
-            top, [settings[m].context for m in numbers], context, judged, chunks=chunks
-        )
-        measured = _metrics(rows)
-        numbering = pl.DataFrame(
-            {c.CONFIG: range(len(numbers)), "_global": numbers},
-            schema={c.CONFIG: pl.Int64, "_global": pl.Int64},
-        )
-        rows = rows.join(numbering, on=c.CONFIG).with_columns(pl.col("_global").alias(c.CONFIG))
-        columns = [
-            _literal(v).alias(n)
-            for n, v in _grid.configuration_columns(settings[numbers[0]], varied).items()
-            if _grid.parameter_stage(n) != "context"
-        ]
-        rows = rows.with_columns(columns).drop("_global")
-        parts.append(rows.select(c.CONFIG, *(varied or ("top_k",)), *measured))
-    return pl.concat(parts, how="vertical")
-
-
-def _literal(value: Any) -> pl.Expr:
-    """A parameter's value as a column (integers as Int64, as the other parameters)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return pl.lit(value, dtype=pl.Int64)
-    return pl.lit(value)
-
-
-def _metrics(rows: pl.DataFrame) -> list[str]:
-    """The columns of sweep rows after the configuration and its parameters."""
-    return [n for n in rows.columns[rows.columns.index(c.QUERY_ID) :]]
+    """Every configuration's per-query rows, evaluated at once against one store."""
+    context = tuple(n for n in varied if _grid.parameter_stage(n) == "context") or ("top_k",)
+    rows = []
+    for number, s in enumerate(settings):
+        row = settings_row(number, s.context, context)
+        row.update(_grid.configuration_columns(s, varied))
+        rows.append(row)
+    table = pl.DataFrame(rows).with_columns(pl.col(c.CONFIG).cast(pl.Int64))
+    store = pl.concat([x.select(c.DOC_ID, c.CHUNK_INDEX, c.START_CHAR, c.END_CHAR) for x in chunks])
+    everything = pl.concat(blocks, how="diagonal_relaxed")
+    per_query = evaluate_contexts(everything, judged, table, store)
+    names = varied or ("top_k",)
+    return (
+        table.select(c.CONFIG, *names)
+        .join(per_query, on=c.CONFIG)
+        .sort(c.CONFIG, maintain_order=True)
+    )
 
 
 def _queries(queries: Any) -> pl.LazyFrame:

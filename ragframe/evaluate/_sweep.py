@@ -223,36 +223,53 @@ def sweep_rows(
     what :func:`sweep` summarizes, and what each partition of a distributed sweep gives
     (:func:`ragframe.partition.sweep_part`)."""
     store = None if chunks is None else c.to_lazy(chunks, "chunks")
-    prepared: dict[tuple[Any, ...], stages.Prepared] = {}
-    selected: dict[tuple[Any, ...], pl.DataFrame] = {}
-    merged: dict[tuple[Any, ...], pl.DataFrame] = {}
-    contexts = []
     from ragframe.dataset._progress import steps
 
     with steps("sweep", len(configs) + 1, progress) as bar:
-        for number, config in enumerate(configs):  # per configuration (tens), never per row
-            pkey = _key(config, stages.PREPARE_FIELDS)
-            if pkey not in prepared:
-                prepared[pkey] = stages.prepare(candidates, chunks, config)
-            ready = prepared[pkey]
-            skey = pkey + _key(config, stages.SELECT_FIELDS)
-            if skey not in selected:
-                selected[skey] = stages.finish(ready, stages.select(ready, config)).collect()
-            mkey = skey + _key(config, stages.MERGE_FIELDS)
-            if mkey not in merged:
-                merged[mkey] = stages.merge(ready, selected[skey].lazy(), config).collect()
-            blocks = stages.budget(merged[mkey].lazy(), config, ready.passthrough)
-            contexts.append(blocks.with_columns(pl.lit(number, dtype=pl.Int64).alias(c.CONFIG)))
-            bar.update(1)
+        contexts = sweep_blocks(candidates, configs, chunks, bar.update)
         parameters = varied or ("top_k",)
-        settings = pl.DataFrame([_settings(i, x, parameters) for i, x in enumerate(configs)])
+        settings = pl.DataFrame([settings_row(i, x, parameters) for i, x in enumerate(configs)])
         everything = pl.concat(contexts, how="diagonal_relaxed")  # token_count: tokens only
         per_query = evaluate_contexts(everything, judged, settings, store)
         bar.update(1)
     return settings.select(c.CONFIG, *parameters).join(per_query, on=c.CONFIG)
 
 
-def _settings(number: int, config: PostprocessConfig, parameters: Sequence[str]) -> dict[str, Any]:
+def sweep_blocks(
+    candidates: Any,
+    configs: Sequence[PostprocessConfig],
+    chunks: Any = None,
+    done: Any = None,
+    first: int = 0,
+) -> list[pl.LazyFrame]:
+    """Each configuration's blocks (``config`` numbered from ``first``), every step
+    done once for the configurations that share its inputs; ``done(1)`` after each."""
+    prepared: dict[tuple[Any, ...], stages.Prepared] = {}
+    selected: dict[tuple[Any, ...], pl.DataFrame] = {}
+    merged: dict[tuple[Any, ...], pl.DataFrame] = {}
+    contexts = []
+    for number, config in enumerate(configs):  # per configuration (tens), never per row
+        pkey = _key(config, stages.PREPARE_FIELDS)
+        if pkey not in prepared:
+            prepared[pkey] = stages.prepare(candidates, chunks, config)
+        ready = prepared[pkey]
+        skey = pkey + _key(config, stages.SELECT_FIELDS)
+        if skey not in selected:
+            selected[skey] = stages.finish(ready, stages.select(ready, config)).collect()
+        mkey = skey + _key(config, stages.MERGE_FIELDS)
+        if mkey not in merged:
+            merged[mkey] = stages.merge(ready, selected[skey].lazy(), config).collect()
+        blocks = stages.budget(merged[mkey].lazy(), config, ready.passthrough)
+        number_column = pl.lit(first + number, dtype=pl.Int64).alias(c.CONFIG)
+        contexts.append(blocks.with_columns(number_column))
+        if done is not None:
+            done(1)
+    return contexts
+
+
+def settings_row(
+    number: int, config: PostprocessConfig, parameters: Sequence[str]
+) -> dict[str, Any]:
     """A configuration's row of the settings :func:`evaluate_contexts` reads."""
     row: dict[str, Any] = {c.CONFIG: number}
     row.update({p: getattr(config, p) for p in {*parameters, *_BUDGETS}})
