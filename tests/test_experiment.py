@@ -55,6 +55,8 @@ def test_each_configuration_equals_its_stages_run_alone() -> None:
     assert varied == ("window_chars", "k", "top_k", "max_characters")
     assert result.summary.height == len(configured) == 24
     assert len(result.chunks) == 3 and len(result.candidates) == 3  # k shares a search
+    for window, kept in result.chunks.items():  # as the chunker gives them
+        assert_frame_equal(kept, ragframe.chunk(docs, window).collect())
     for number, setting in enumerate(configured):
         mine = result.per_query.filter(pl.col("config") == number)
         assert mine.select(varied).unique().rows() == [
