@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         experiment,
         plot_budget,
         plot_distribution,
+        plot_effects,
         plot_pareto,
         read_qrels,
         read_run,
@@ -89,6 +90,7 @@ __all__ = [
     "missing_documents",
     "plot_budget",
     "plot_distribution",
+    "plot_effects",
     "plot_pareto",
     "postprocess",
     "postprocess_dataset",
@@ -112,7 +114,7 @@ _STAGES = {
     "ragframe.evaluate": (
         "ExperimentResult SweepResult document_ranking evaluate experiment read_qrels read_run "
         "summarize sweep write_run "
-        "plot_budget plot_distribution plot_pareto write_report"
+        "plot_budget plot_distribution plot_effects plot_pareto write_report"
     ),
     "ragframe.fetch": "FetchConfig HighlightConfig fetch highlight missing_documents",
     "ragframe.postprocess": "PostprocessConfig postprocess",

@@ -25,9 +25,11 @@ experiment: chunk, retrieve, :mod:`._experiment` (:func:`experiment`), :mod:`._g
 post-process, evaluate       (which stage reads which grid parameter)
 intervals, paired tests,     :mod:`._stats` (bootstrap, randomization, t, Holm, Pareto)
 Holm, the Pareto front
-plots, the HTML report       :mod:`._plots` (the ``ragframe[plot]`` extra, matplotlib;
+plots                        :mod:`._plots` (the ``ragframe[plot]`` extra, matplotlib;
                              also public names of :mod:`ragframe` itself, since
-                             ``ragframe.evaluate`` is the function)
+                             ``ragframe.evaluate`` is the function), :mod:`._labels`
+the HTML report: the         :mod:`._report`, :mod:`._finding` (the finding in words,
+finding in words, rounding   rounding), :mod:`._effects` (which stage moves the metric)
 ===========================  ============================================================
 """
 
@@ -35,8 +37,9 @@ from __future__ import annotations
 
 from ragframe.evaluate._evaluate import evaluate, summarize
 from ragframe.evaluate._experiment import ExperimentResult, experiment
-from ragframe.evaluate._plots import plot_budget, plot_distribution, plot_pareto, write_report
+from ragframe.evaluate._plots import plot_budget, plot_distribution, plot_effects, plot_pareto
 from ragframe.evaluate._qrels import read_qrels
+from ragframe.evaluate._report import write_report
 from ragframe.evaluate._result import SweepResult
 from ragframe.evaluate._runfiles import read_run, write_run
 from ragframe.evaluate._runs import document_ranking
@@ -50,6 +53,7 @@ __all__ = [
     "experiment",
     "plot_budget",
     "plot_distribution",
+    "plot_effects",
     "plot_pareto",
     "read_qrels",
     "read_run",
