@@ -5,7 +5,6 @@ evaluated in one run (SPEC 8)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from ragframe import io
@@ -15,11 +14,10 @@ from ragframe.cli._common import (
     add_stream_options,
     collect,
     one_line_errors,
-    output_format,
     progress,
 )
 from ragframe.cli.evaluate import add_qrels_options, read_judgements
-from ragframe.cli.sweep import _print_table, _shown, _write_folder, check_folder, read_grid
+from ragframe.cli.sweep import check_folder, deliver, read_grid
 
 EPILOG = """\
 GRID is a TOML file of parameters and their values; every combination runs:
@@ -103,16 +101,4 @@ def run_experiment(args: argparse.Namespace) -> dict[str, Any]:
             max_configurations=args.max_configurations,
             progress=progress(args),
         )
-    if out is None:
-        io.write_table(result.summary, io.STDIO, fmt=output_format(args))
-    else:
-        _write_folder(result, out, args.output, args.report)
-    _print_table(result, sys.stderr if out is None else sys.stdout)
-    best = result.best().row(0, named=True)
-    return {
-        "configurations": result.summary.height,
-        "queries judged": int(best["judged"]),
-        "best": ", ".join(f"{p}={best[p]}" for p in result.parameters),
-        f"best {result.metric}": _shown(best[result.metric]),
-        "output": args.output,
-    }
+    return deliver(result, out, args)

@@ -137,6 +137,13 @@ def run_sweep(args: argparse.Namespace) -> dict[str, Any]:
     out = check_folder(args.output, args.report)
     qrels = read_judgements(args)
     result = sweep_on_engine(args, grid, qrels) if on_engine(args) else _local(args, grid, qrels)
+    return deliver(result, out, args)
+
+
+def deliver(result: Any, out: Path | None, args: argparse.Namespace) -> dict[str, Any]:
+    """Write a sweep's (or an experiment's) result where ``-o`` says (the folder whole,
+    or the summary to standard output), print the best settings, and give the run's
+    summary lines."""
     if out is None:
         io.write_table(result.summary, io.STDIO, fmt=output_format(args))
     else:
