@@ -60,7 +60,8 @@ def _covered(spans: pl.LazyFrame, group: list[str], key: list[str]) -> pl.LazyFr
     lifted = number * _GROUP_SPAN + end
     before = pl.when(first.not_()).then(lifted.cum_max().shift(1) - number * _GROUP_SPAN)
     new = (end - pl.max_horizontal(start, before.fill_null(start))).clip(lower_bound=0)
-    return ordered.group_by(key).agg(new.sum().alias(c.T_LENGTH))
+    measured = ordered.with_columns(new.alias(c.T_LENGTH))  # over all rows, not per key
+    return measured.group_by(key).agg(pl.col(c.T_LENGTH).sum())
 
 
 def duplicate_chars(

@@ -30,7 +30,13 @@ Small inputs run in Python: a kernel called on at most :func:`python_rows` rows
 plain Python (:func:`python_form`: the kernel file's function with its helpers' plain
 forms in place of numba's), so a run on a small table neither imports numba nor
 compiles nor loads anything: a first run takes well under a second instead of
-compiling for seconds, a warm one skips numba's import and the loads. Python reads the
+compiling for seconds, a warm one skips numba's import and the loads. That pays only
+while the work is small: a process runs at most :data:`PYTHON_BUDGET` times
+:func:`python_rows` rows in Python in all, then every kernel call is compiled (an
+experiment or a sweep calls the kernels tens of times on a few thousand rows each,
+where Python's per-row cost soon outweighs numba's one-time import and loads: on
+Cranfield's 36-configuration experiment, 1.2 s in Python against 0.57 s compiled,
+warm). Python reads the
 kernels' integers as numpy scalars, whose arithmetic keeps their width where numba
 widens to 64 bits: the kernel files widen explicitly (``int(b)``) wherever a byte's
 value is shifted or added to, and the tests check the two forms equal.
@@ -72,6 +78,24 @@ default data's first ``postprocess`` (600 candidates), Python takes a fraction o
 second where numba's import and loads take most of one, and its compile ten."""
 
 
+PYTHON_BUDGET = 10
+"""How many times :func:`python_rows` rows a process runs in Python, in all its kernel
+calls, before it compiles every later call (the default job's experiment: about 5,900)."""
+_PYTHON_DONE = [0]
+"""The rows this process's kernel calls have run in Python so far."""
+
+
+def runs_in_python(rows: int) -> bool:
+    """Whether a kernel call on ``rows`` rows runs as plain Python: few rows, and the
+    process's Python budget (:data:`PYTHON_BUDGET`) not spent (counted when it does; a
+    race between threads miscounts by a call, which only moves the switch)."""
+    limit = python_rows()
+    if rows > limit or _PYTHON_DONE[0] + rows > PYTHON_BUDGET * limit:
+        return False
+    _PYTHON_DONE[0] += rows
+    return True
+
+
 def python_rows() -> int:
     """The most rows a kernel runs on as plain Python: ``$RAGFRAME_PYTHON_ROWS`` when it
     is a whole number (0: always compiled), else :data:`PYTHON_ROWS`."""
@@ -110,7 +134,7 @@ class Lazy:
         kernel on few rows runs as plain Python (see the module docstring)."""
         if self.kind not in CALLABLE:
             raise TypeError(f"{self.function.__name__} is called from compiled code only")
-        if self.kind == "kernel" and rows_of(args) <= python_rows():
+        if self.kind == "kernel" and runs_in_python(rows_of(args)):
             try:
                 with np.errstate(all="ignore"):  # numba's integers wrap silently too
                     return python_form(self)(*args)
