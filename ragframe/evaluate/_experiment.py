@@ -27,6 +27,7 @@ from ragframe.evaluate._evaluate import evaluate_contexts
 from ragframe.evaluate._grid import Setting
 from ragframe.evaluate._qrels import judgements
 from ragframe.evaluate._result import SweepResult
+from ragframe.evaluate._spans import has_spans
 from ragframe.evaluate._sweep import (
     DEFAULT_METRICS,
     chosen,
@@ -125,9 +126,9 @@ def experiment(
     """
     settings, varied = _grid.settings(grid, retrieve_options, max_configurations)
     contexts = [s.context for s in settings]
-    metric, cost, wanted = chosen(contexts, metric, cost, metrics)
-    base = _baseline(baseline, len(settings))
     judged = judgements(qrels)
+    metric, cost, wanted = chosen(contexts, metric, cost, metrics, has_spans(judged.columns))
+    base = _baseline(baseline, len(settings))
     docs, asked = c.to_lazy(documents, "documents"), _queries(queries)
     chunks: dict[WindowConfig, pl.DataFrame] = {}  # chunk indexes shifted per window
     candidates: dict[tuple[WindowConfig, RetrieveConfig], pl.DataFrame] = {}

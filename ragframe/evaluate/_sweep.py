@@ -27,6 +27,7 @@ from ragframe.evaluate._evaluate import COUNTS_TOKENS, IN_TOKENS, evaluate_conte
 from ragframe.evaluate._metrics import check_cost, check_metric
 from ragframe.evaluate._qrels import judgements
 from ragframe.evaluate._result import SweepResult, summarize_sweep
+from ragframe.evaluate._spans import has_spans
 from ragframe.postprocess import PostprocessConfig
 from ragframe.postprocess import _stages as stages
 
@@ -103,11 +104,17 @@ def default_cost(configs: Sequence[PostprocessConfig]) -> str:
     return c.TOKENS_USED if configs and tokens else c.CHARS_USED
 
 
-def sweep_metrics(configs: Sequence[PostprocessConfig]) -> list[str]:
+def sweep_metrics(configs: Sequence[PostprocessConfig], spans: bool = False) -> list[str]:
     """The metric columns a sweep of ``configs`` has (``tokens_used`` only when every
-    configuration counts tokens: a tokenizer)."""
+    configuration counts tokens: a tokenizer; the span metrics with ``spans``: span
+    judgements)."""
     counted = bool(configs) and all(x.counter is not None for x in configs)
-    return [n for n in _CONTEXT_METRICS if n != c.TOKENS_USED or counted]
+    have = [n for n in _CONTEXT_METRICS if n != c.TOKENS_USED or counted]
+    return have + list(SPAN_METRICS) if spans else have
+
+
+SPAN_METRICS = (c.SPAN_RECALL, c.SPAN_PRECISION)
+"""The metrics of span judgements (SPEC 7), summarized by default where there are."""
 
 
 _CONTEXT_METRICS = (
@@ -132,10 +139,12 @@ def chosen(
     metric: object,
     cost: object,
     metrics: object,
+    spans: bool = False,
 ) -> tuple[str, str, list[str]]:
     """The sweep's ``metric``, ``cost`` (None: :func:`default_cost`) and ``metrics``,
-    checked against the columns the sweep has, before any work."""
-    have = sweep_metrics(configs)
+    checked against the columns the sweep has, before any work; with ``spans`` (span
+    judgements), the default ``metrics`` also name :data:`SPAN_METRICS`."""
+    have = sweep_metrics(configs, spans)
     asked = [metric, cost, *(metrics if isinstance(metrics, Sequence) else [])]
     why = ""
     if c.TOKENS_USED not in have and c.TOKENS_USED in asked:
@@ -148,6 +157,8 @@ def chosen(
         listed = [check_metric(m, have, "sweep: metrics") for m in metrics]
     except ConfigError as exc:
         raise ConfigError(f"{exc}{why}") from None
+    if spans and tuple(listed) == DEFAULT_METRICS:
+        listed += SPAN_METRICS
     return name, against, list(dict.fromkeys([name, against, *listed]))
 
 
@@ -186,7 +197,8 @@ def sweep(
             budgets count, ``tokens_used`` when every configuration is budgeted in
             tokens, else ``chars_used``.
         metrics: the metrics summarized (means and intervals); ``metric`` and ``cost``
-            are always among them.
+            are always among them, and by default ``span_recall`` and
+            ``span_precision`` where the judgements are spans.
         seed: seeds the bootstrap and the randomization test.
         progress: a progress bar over the configurations (``tqdm``; None: shown on a
             terminal or in a notebook; the default, False: none).
@@ -202,8 +214,8 @@ def sweep(
     """
     configs, varied = configurations(grid)
     base = baseline_number(configs, baseline)
-    metric, cost, wanted = chosen(configs, metric, cost, metrics)
     judged = judgements(qrels)
+    metric, cost, wanted = chosen(configs, metric, cost, metrics, has_spans(judged.columns))
     per_query = sweep_rows(candidates, configs, varied, judged, chunks=chunks, progress=progress)
     return sweep_result(
         per_query, varied, base, metric=metric, cost=cost, metrics=wanted, seed=seed
