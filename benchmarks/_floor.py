@@ -182,7 +182,7 @@ def _floor(
                 _sort_rows(rows, m, sim, sim[:0])
             r = rows[i]
             i += 1
-            s = _find(table, s_entity, s_chunk, entity[r], chunk[r])
+            s = _find(table, s_entity, s_chunk, entity[r], chunk[r]) if len(table) else r
             repeated = False
             if s >= 0:
                 mine = _bytes(address, length, s)
@@ -261,16 +261,24 @@ def _floor(
     return blocks
 
 
-def floor(results: pl.DataFrame, chunks: pl.DataFrame, config: Any) -> pl.DataFrame:
-    """The floor's blocks (``query_id``, ``text``) for candidates grouped by query."""
+def floor(
+    results: pl.DataFrame, chunks: pl.DataFrame | None, config: Any
+) -> pl.DataFrame:
+    """The floor's blocks (``query_id``, ``text``) for candidates grouped by query: their
+    texts from the chunk store ``chunks``, or with ``chunks`` None from their own
+    ``text`` column (inline)."""
     query = results["query_id"].to_numpy()
     starts = np.flatnonzero(np.r_[True, query[1:] != query[:-1]])
     bounds = np.append(starts, len(query))
-    s_entity = chunks["doc_id"].to_numpy()
-    s_chunk = chunks["chunk_index"].to_numpy()
-    address, length, alive = string_addresses(chunks["text"])
-    slots = 1 << (2 * len(s_entity) + 1).bit_length()
-    store = (_index(s_entity, s_chunk, slots), s_entity, s_chunk, address, length)
+    if chunks is None:  # inline: an empty table says "the candidate's own row"
+        s_entity = s_chunk = table = np.empty(0, dtype=np.int64)
+        address, length, alive = string_addresses(results["text"])
+    else:
+        s_entity = chunks["doc_id"].to_numpy()
+        s_chunk = chunks["chunk_index"].to_numpy()
+        address, length, alive = string_addresses(chunks["text"])
+        table = _index(s_entity, s_chunk, 1 << (2 * len(s_entity) + 1).bit_length())
+    store = (table, s_entity, s_chunk, address, length)
     params = (
         config.top_k,
         config.min_similarity,
