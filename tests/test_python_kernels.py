@@ -89,6 +89,24 @@ def test_python_rows_reads_the_environment() -> None:
     assert _compile.rows_of((big, np.zeros((2, 9)), np.zeros(100, np.uint8), 3)) == 9
 
 
+def test_a_process_runs_a_budget_of_rows_in_python_then_compiles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Small calls run in Python until the process has run PYTHON_BUDGET x python_rows()
+    rows that way; every later call is compiled, however small (an experiment's tens of
+    calls would otherwise each pay Python's per-row cost)."""
+    monkeypatch.setattr(_compile, "_PYTHON_DONE", [0])
+    with rows_in_python(100):
+        budget = _compile.PYTHON_BUDGET * 100
+        assert not _compile.runs_in_python(101)  # too many rows for one call
+        calls = [_compile.runs_in_python(100) for _ in range(_compile.PYTHON_BUDGET)]
+        assert all(calls) and _compile._PYTHON_DONE == [budget]
+        assert not _compile.runs_in_python(1)  # spent: compiled from now on
+    with rows_in_python(0):
+        monkeypatch.setattr(_compile, "_PYTHON_DONE", [0])
+        assert not _compile.runs_in_python(1)  # 0: compiled (but for empty calls)
+
+
 def test_a_kernel_runs_in_python_below_the_threshold_only() -> None:
     """The seed's overlap case: equal both ways, and below the threshold numba is not
     called (its compiled form is not made by the Python run)."""
