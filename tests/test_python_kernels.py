@@ -100,7 +100,8 @@ def test_a_process_runs_a_budget_of_rows_in_python_then_compiles(
         budget = _compile.PYTHON_BUDGET * 100
         assert not _compile.runs_in_python(101)  # too many rows for one call
         calls = [_compile.runs_in_python(100) for _ in range(_compile.PYTHON_BUDGET)]
-        assert all(calls) and _compile._PYTHON_DONE == [budget]
+        assert all(calls)
+        assert _compile._PYTHON_DONE[0] == budget
         assert not _compile.runs_in_python(1)  # spent: compiled from now on
     with rows_in_python(0):
         monkeypatch.setattr(_compile, "_PYTHON_DONE", [0])
