@@ -261,9 +261,7 @@ def _floor(
     return blocks
 
 
-def floor(
-    results: pl.DataFrame, chunks: pl.DataFrame | None, config: Any
-) -> pl.DataFrame:
+def floor(results: pl.DataFrame, chunks: pl.DataFrame | None, config: Any) -> pl.DataFrame:
     """The floor's blocks (``query_id``, ``text``) for candidates grouped by query: their
     texts from the chunk store ``chunks``, or with ``chunks`` None from their own
     ``text`` column (inline)."""
