@@ -127,6 +127,11 @@ def _value_problem(
     )
 
 
+def first_row(mask: pl.Series) -> int | None:
+    """The first row where ``mask`` is true, or None where it is true nowhere."""
+    return int(mask.arg_true()[0]) if mask.any() else None
+
+
 def _offenders(bad: pl.Series, values: pl.Series, keys: pl.Series | None) -> str:
     """``"on 3 rows in 2 queries; first: row 4 (query_id 'q'): nan"``, vectorized."""
     rows = int(bad.sum())

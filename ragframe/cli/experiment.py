@@ -17,7 +17,7 @@ from ragframe.cli._common import (
     progress,
 )
 from ragframe.cli.evaluate import add_qrels_options, read_judgements
-from ragframe.cli.sweep import check_folder, deliver, read_grid
+from ragframe.cli.sweep import add_grid_options, check_folder, deliver, read_grid
 
 EPILOG = """\
 GRID is a TOML file of parameters and their values; every combination runs:
@@ -53,25 +53,7 @@ def add_experiment(sub: Any) -> None:
     p.add_argument("documents", metavar="DOCUMENTS", help="documents: doc_id, content")
     p.add_argument("--queries", required=True, metavar="Q", help="queries: query_id, text")
     add_qrels_options(p)
-    p.add_argument("--grid", required=True, metavar="GRID", help="TOML file of settings")
-    p.add_argument("--metric", default=c.CONTEXT_RECALL, help="ranks the settings")
-    p.add_argument("--cost", help="what the Pareto front weighs --metric against")
-    p.add_argument("--baseline", type=int, default=0, metavar="N", help="config number")
-    p.add_argument(
-        "--max-configurations",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="refuse a larger grid (default 1000)",
-    )
-    p.add_argument("--report", action="store_true", help="also write OUTDIR/report.html")
-    p.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        metavar="OUTDIR",
-        help="output folder, written whole; or '-': the summary to standard output",
-    )
+    add_grid_options(p, maximum=True)
     add_stream_options(p)
     p.set_defaults(run=run_experiment)
 

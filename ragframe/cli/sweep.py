@@ -84,6 +84,16 @@ def add_sweep(sub: Any) -> None:
     p.add_argument("results", metavar="RESULTS", help="candidate chunks, one row per chunk")
     p.add_argument("--chunks", metavar="CHUNKS", help="chunk store (text and offsets)")
     add_qrels_options(p)
+    add_grid_options(p)
+    add_stream_options(p)
+    add_engine_options(p)
+    p.set_defaults(run=run_sweep)
+
+
+def add_grid_options(p: argparse.ArgumentParser, *, maximum: bool = False) -> None:
+    """The options of a command that runs a grid of settings (``sweep``, ``experiment``):
+    the grid, how its configurations are ranked and tested, where the result goes; with
+    ``maximum``, ``--max-configurations``."""
     p.add_argument("--grid", required=True, metavar="GRID", help="TOML file of settings")
     p.add_argument("--metric", default=c.CONTEXT_RECALL, help="ranks the settings")
     p.add_argument(
@@ -92,6 +102,14 @@ def add_sweep(sub: Any) -> None:
         "tokens_used, blocks, budget_share)",
     )
     p.add_argument("--baseline", type=int, default=0, metavar="N", help="config number")
+    if maximum:
+        p.add_argument(
+            "--max-configurations",
+            type=int,
+            default=1000,
+            metavar="N",
+            help="refuse a larger grid (default 1000)",
+        )
     p.add_argument("--report", action="store_true", help="also write OUTDIR/report.html")
     p.add_argument(
         "-o",
@@ -100,9 +118,6 @@ def add_sweep(sub: Any) -> None:
         metavar="OUTDIR",
         help="output folder, written whole (see below); or '-': the summary to standard output",
     )
-    add_stream_options(p)
-    add_engine_options(p)
-    p.set_defaults(run=run_sweep)
 
 
 def check_folder(path: str, report: bool) -> Path | None:

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from ragframe import schema as c
+from ragframe._validate import first_row
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.evaluate._context import context_metrics
 from ragframe.evaluate._ids import meeting
@@ -278,8 +279,7 @@ def summarize(per_query: Any) -> pl.DataFrame:
             "summarize one configuration's rows, or read the sweep's summary"
         )
     repeated = frame[c.QUERY_ID].is_duplicated()
-    if repeated.any():
-        first = int(repeated.arg_true()[0])
+    if (first := first_row(repeated)) is not None:
         raise DataError(
             f"per_query: {int(repeated.sum())} rows share a query_id; first: row {first}: "
             f"{frame[c.QUERY_ID][first]!r}; expected one row per query (evaluate's output)"

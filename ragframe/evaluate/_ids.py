@@ -18,7 +18,7 @@ from typing import Literal
 
 import polars as pl
 
-from ragframe._validate import plural
+from ragframe._validate import first_row, plural
 from ragframe.errors import DataError, SchemaError
 
 IdMode = Literal["as_written", "integers"]
@@ -86,8 +86,7 @@ def _held(
     naming the first id that type cannot hold."""
     cast = number.cast(dtype, strict=False)
     lost = cast.is_null() & values.is_not_null()
-    if lost.any():
-        first = int(lost.arg_true()[0])
+    if (first := first_row(lost)) is not None:
         raise DataError(
             f"{what}: column '{label}' has an id outside the range of {dtype}: row {first}: "
             f"{values[first]!r}; {other} has ids of type {dtype}"
@@ -122,8 +121,7 @@ def parsed(values: pl.Series, what: str, where: Callable[[int], str]) -> pl.Seri
         return values
     number = values.str.strip_chars(" ").cast(pl.Int64, strict=False)
     bad = number.is_null() & values.is_not_null()
-    if bad.any():
-        first = int(bad.arg_true()[0])
+    if (first := first_row(bad)) is not None:
         raise DataError(
             f"{what}: {where(first)}: {values.name} {values[first]!r} is not an integer "
             f"({plural(int(bad.sum()), 'such id')}); expected integers, as ids='integers' asks"

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe._validate import plural
+from ragframe._validate import first_row, plural
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.evaluate import _files
 from ragframe.evaluate._ids import IdMode, check_kind, parsed
@@ -199,8 +199,7 @@ def _grades(rows: pl.DataFrame, found: _files.Found) -> pl.DataFrame:
     grade = pl.col(c.RELEVANCE).str.strip_chars(_files.WHITESPACE).cast(pl.Int64, strict=False)
     typed = rows.with_columns(grade)
     bad = typed[c.RELEVANCE].is_null()
-    if bad.any():
-        first = int(bad.arg_true()[0])
+    if (first := first_row(bad)) is not None:
         raise DataError(
             f"{_files.place(found, rows, '', first)}: relevance must be an integer, got "
             f"{rows[c.RELEVANCE][first]!r} ({plural(int(bad.sum()), 'such line')})"
@@ -224,8 +223,7 @@ def _checked(
     frame = frame.select(*_COLUMNS, *(SPAN_COLUMNS if spans else ()), *extra)
     for name in (c.QUERY_ID, c.DOC_ID):
         nulls = frame[name].is_null()
-        if nulls.any():
-            first = int(nulls.arg_true()[0])
+        if (first := first_row(nulls)) is not None:
             raise DataError(
                 f"qrels: column '{name}' has null values on {plural(int(nulls.sum()), 'row')}; "
                 f"first: {_files.place(found, frame, given, first)}; expected an id on every row"
@@ -234,8 +232,7 @@ def _checked(
     grade = frame[c.RELEVANCE]
     if grade.dtype.is_float():
         bad = ~(grade.is_finite() & (grade == grade.floor()))
-        if bad.any():
-            first = int(bad.arg_true()[0])
+        if (first := first_row(bad)) is not None:
             raise DataError(
                 f"qrels: column 'relevance' has grades that are not integers on "
                 f"{plural(int(bad.sum()), 'row')}; first: "

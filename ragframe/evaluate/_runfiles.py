@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe._validate import plural
+from ragframe._validate import first_row, plural
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.evaluate import _files
 from ragframe.evaluate._ids import IdMode, check_kind, parsed
@@ -108,8 +108,7 @@ def _trec_run(found: _files.Found, ids: IdMode) -> pl.DataFrame:
     typed = rows.with_columns(rank.alias(c.RANK), score.alias(c.SCORE))
     for name, expected in ((c.RANK, "an integer"), (c.SCORE, "a number")):
         bad = typed[name].is_null()
-        if bad.any():
-            first = int(bad.arg_true()[0])
+        if (first := first_row(bad)) is not None:
             raise DataError(
                 f"{_files.place(found, rows, '', first)}: {name} must be {expected}, got "
                 f"{rows[name][first]!r} ({plural(int(bad.sum()), 'such line')})"
@@ -168,8 +167,7 @@ def _writable(frame: pl.DataFrame) -> None:
     """Raise :class:`DataError` on the first value :func:`read_run` would not read back."""
     for name in (c.QUERY_ID, c.DOC_ID, c.RANK, c.SCORE):
         nulls = frame[name].is_null()
-        if nulls.any():
-            first = int(nulls.arg_true()[0])
+        if (first := first_row(nulls)) is not None:
             rows = plural(int(nulls.sum()), "row")
             raise DataError(
                 f"run: column '{name}' has null values on {rows}; first: row {first}; "
@@ -178,8 +176,7 @@ def _writable(frame: pl.DataFrame) -> None:
     for name in (c.QUERY_ID, c.DOC_ID):
         text = frame[name].cast(pl.String)
         bad = (text == "") | text.str.contains(_WHITESPACE)
-        if bad.any():
-            first = int(bad.arg_true()[0])
+        if (first := first_row(bad)) is not None:
             rows = plural(int(bad.sum()), "row")
             raise DataError(
                 f"run: column '{name}' has ids that are empty or hold whitespace on {rows}; "
@@ -188,8 +185,7 @@ def _writable(frame: pl.DataFrame) -> None:
             )
     pair = pl.struct(c.QUERY_ID, c.DOC_ID)
     repeats = frame.select(~pair.is_first_distinct()).to_series()
-    if repeats.any():
-        first = int(repeats.arg_true()[0])
+    if (first := first_row(repeats)) is not None:
         count = int(repeats.sum())
         raise DataError(
             f"run: {plural(count, 'row')} repeat{'s' if count == 1 else ''} a (query_id, doc_id) "
