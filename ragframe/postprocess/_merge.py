@@ -13,7 +13,8 @@ carries text is ever sorted (the streaming engine copies every string it sorts).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -315,6 +316,52 @@ def _merge_kernel(
     return kernel
 
 
+@dataclass(frozen=True, slots=True)
+class KernelInputs:
+    """What a merge kernel (in characters or in tokens) reads and the fields it gives.
+
+    Attributes:
+        by_offsets: overlap removed by the chunks' offsets (``overlap="offsets"``).
+        first: the columns each block takes from its first chunk -> their names in the
+            blocks.
+        fields: the blocks' fields every merge gives (each kind adds its own).
+        inputs: the struct of the columns the kernel reads.
+        rows: ``kept``, with the chunk store's texts (and offsets) stacked below it.
+    """
+
+    by_offsets: bool
+    first: dict[str, str]
+    fields: dict[str, Any]
+    inputs: pl.Expr
+    rows: pl.LazyFrame
+
+
+def kernel_inputs(
+    kept: pl.LazyFrame, texts: pl.LazyFrame | None, overlap: str, passthrough: Sequence[str]
+) -> KernelInputs:
+    """The :class:`KernelInputs` of a merge of ``kept`` (texts from ``texts``' rows, or
+    their own)."""
+    by_offsets = overlap == "offsets"
+    side = [c.TEXT, *((c.START_CHAR, c.END_CHAR) if by_offsets else ())]
+    first = {
+        c.QUERY_ID: c.QUERY_ID,
+        c.CHUNK_INDEX: c.START_CHUNK_INDEX,
+        **{name: name for name in passthrough},
+    }
+    schema = kept.collect_schema()
+    fields = {
+        **{name: schema[name] for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
+        **{name: schema[column] for column, name in first.items()},
+        **_STATS,
+        c.BLOCK_RANK: pl.Int64,
+        c.T_TOTAL: pl.Int64,
+    }
+    group = [c.T_TYPE, c.T_ENTITY, c.ENTITY_TYPE, c.ENTITY_ID]
+    columns = [c.T_ROW, *side, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *group, *first]
+    rows = kept if texts is None else stacked(kept, texts, [pl.col(name) for name in side])
+    return KernelInputs(by_offsets, first, fields, pl.struct(*dict.fromkeys(columns)), rows)
+
+
 def blocks(
     kept: pl.LazyFrame,
     texts: pl.LazyFrame | None,
@@ -338,30 +385,11 @@ def blocks(
     Without ``budget``, ``c.T_CHARS`` and ``c.T_TOTAL`` are what rule 10 reads
     (:func:`ragframe.postprocess._budget.budget`).
     """
-    by_offsets = overlap == "offsets"
-    side = [c.TEXT, *((c.START_CHAR, c.END_CHAR) if by_offsets else ())]
-    first = {
-        c.QUERY_ID: c.QUERY_ID,
-        c.CHUNK_INDEX: c.START_CHUNK_INDEX,
-        **{name: name for name in passthrough},
-    }
-    schema = kept.collect_schema()
-    dtype = pl.Struct(
-        {
-            **{name: schema[name] for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
-            **{name: schema[column] for column, name in first.items()},
-            **_STATS,
-            c.BLOCK_RANK: pl.Int64,
-            c.T_TOTAL: pl.Int64,
-            c.CHAR_COUNT: pl.Int64,
-            c.TRUNCATED: pl.Boolean,
-        }
+    the = kernel_inputs(kept, texts, overlap, passthrough)
+    dtype = pl.Struct({**the.fields, c.CHAR_COUNT: pl.Int64, c.TRUNCATED: pl.Boolean})
+    kernel = _merge_kernel(
+        max_gap, cap, the.by_offsets, the.first, typed, budget, texts is not None
     )
-    group = [c.T_TYPE, c.T_ENTITY, c.ENTITY_TYPE, c.ENTITY_ID]
-    columns = [c.T_ROW, *side, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *group, *first]
-    inputs = pl.struct(*dict.fromkeys(columns))
-    kernel = _merge_kernel(max_gap, cap, by_offsets, first, typed, budget, texts is not None)
-    rows = kept if texts is None else stacked(kept, texts, [pl.col(name) for name in side])
-    out = rows.select(inputs.map_batches(kernel, return_dtype=dtype).alias(c.T_KERNEL))
+    out = the.rows.select(the.inputs.map_batches(kernel, return_dtype=dtype).alias(c.T_KERNEL))
     out = out.unnest(c.T_KERNEL)
     return out if budget is None else out.select(*c.BLOCK_COLUMNS, *passthrough)

@@ -42,14 +42,14 @@ from ragframe.postprocess._kernels._bpe import ascii_texts
 from ragframe.postprocess._kernels._compile import F64, I64, Bools, frozen
 from ragframe.postprocess._kernels._merge import NotCounted, Texts, merge, write_blocks
 from ragframe.postprocess._merge import (
-    _STATS,
     MergeOrder,
     _rule9_order,
     _runs,
     _segment_starts,
+    kernel_inputs,
     merge_order,
 )
-from ragframe.postprocess._texts import row_texts, split, stacked
+from ragframe.postprocess._texts import row_texts, split
 from ragframe.postprocess._tokens import TokenCounter, count_texts
 
 Offsets = tuple[I64, I64]
@@ -361,30 +361,14 @@ def blocks(
     columns (:func:`ragframe.postprocess._token_budget.budget`'s). Texts as the
     character merge reads them: ``texts``' rows ``c.T_ROW`` (the chunk store), or,
     without ``texts``, the rows' own ``text`` (and offsets)."""
-    by_offsets = overlap == "offsets"
-    side = [c.TEXT, *((c.START_CHAR, c.END_CHAR) if by_offsets else ())]
-    first = {
-        c.QUERY_ID: c.QUERY_ID,
-        c.CHUNK_INDEX: c.START_CHUNK_INDEX,
-        **{name: name for name in passthrough},
-    }
-    schema = kept.collect_schema()
-    fields: dict[str, Any] = {
-        **{name: schema[name] for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
-        **{name: schema[column] for column, name in first.items()},
-        **_STATS,
-        c.BLOCK_RANK: pl.Int64,
-        c.T_TOTAL: pl.Int64,
-        c.T_TOKENS: pl.Int64,
-    }
+    the = kernel_inputs(kept, texts, overlap, passthrough)
+    fields: dict[str, Any] = {**the.fields, c.T_TOKENS: pl.Int64}
     if budget is not None:
         fields.update({c.CHAR_COUNT: pl.Int64, c.TRUNCATED: pl.Boolean, c.TOKEN_COUNT: pl.Int64})
         fields = {name: fields[name] for name in (*c.TOKEN_BLOCK_COLUMNS, *passthrough)}
-    group = [c.T_TYPE, c.T_ENTITY, c.ENTITY_TYPE, c.ENTITY_ID]
-    columns = [c.T_ROW, *side, c.T_RANK, c.T_SIM, c.RERANK_SCORE, *group, *first]
-    inputs = pl.struct(*dict.fromkeys(columns))
     in_source = texts is not None
-    run = _kernel(max_gap, cap, counter, by_offsets, first, typed, in_source, budget, passthrough)
-    kernel = inputs.map_batches(run, return_dtype=pl.Struct(fields))
-    rows = kept if texts is None else stacked(kept, texts, [pl.col(name) for name in side])
-    return rows.select(kernel.alias(c.T_KERNEL)).unnest(c.T_KERNEL)
+    run = _kernel(
+        max_gap, cap, counter, the.by_offsets, the.first, typed, in_source, budget, passthrough
+    )
+    kernel = the.inputs.map_batches(run, return_dtype=pl.Struct(fields))
+    return the.rows.select(kernel.alias(c.T_KERNEL)).unnest(c.T_KERNEL)
