@@ -207,3 +207,29 @@ def test_span_judgements_survive_rechunking_and_equal_each_configuration_alone()
     assert summarized == pytest.approx(recalls)
     assert 0 < min(recalls) < max(recalls) <= 1
     assert result.best()["config"].to_list() == [recalls.index(max(recalls))]
+
+
+@pytest.mark.parametrize(
+    ("spans", "message"),
+    [
+        (
+            {"doc_id": [1, 2], "start_char": [11, 0], "end_char": [15, 9]},
+            "qrels: 1 span past the end of its document; first: judgement 1: doc_id 2, "
+            "start_char 0, end_char 9, the document has 5 characters",
+        ),
+        (
+            {"doc_id": [1, 3], "start_char": [0, 0], "end_char": [2, 2]},
+            "qrels: 1 judgement on 1 document the documents lack; first: judgement 1: doc_id 3",
+        ),
+    ],
+    ids=["past-the-end", "unknown-document"],
+)
+def test_spans_outside_the_documents_are_refused_before_any_work(
+    spans: dict[str, list[int]], message: str
+) -> None:
+    docs = pl.DataFrame({"doc_id": [1, 2], "content": ["wings give lift", "tails"]})
+    queries = pl.DataFrame({"query_id": [1], "text": ["lift"]})
+    qrels = pl.DataFrame({"query_id": [1, 1], **spans, "relevance": [1, 1]})
+    with pytest.raises(ragframe.DataError) as info:
+        experiment(docs, queries, qrels, {"size": [5, 20], "overlap_chars": 0})
+    assert str(info.value).startswith(message), str(info.value)

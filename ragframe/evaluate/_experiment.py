@@ -27,6 +27,7 @@ from ragframe.evaluate._evaluate import evaluate_contexts
 from ragframe.evaluate._grid import Setting
 from ragframe.evaluate._qrels import judgements
 from ragframe.evaluate._result import SweepResult
+from ragframe.evaluate._span_checks import known_documents
 from ragframe.evaluate._spans import has_spans
 from ragframe.evaluate._sweep import (
     DEFAULT_METRICS,
@@ -113,7 +114,8 @@ def experiment(
         ConfigError: an unknown parameter (with the closest names), an empty list, a
             value a stage refuses, too many configurations, a bad baseline or metric.
         SchemaError: a missing or mistyped column.
-        DataError: no query is judged.
+        DataError: no query is judged; a span judgement on a document not among
+            ``documents``, or past its end.
 
     Example:
         >>> import polars as pl
@@ -127,9 +129,12 @@ def experiment(
     settings, varied = _grid.settings(grid, retrieve_options, max_configurations)
     contexts = [s.context for s in settings]
     judged = judgements(qrels)
-    metric, cost, wanted = chosen(contexts, metric, cost, metrics, has_spans(judged.columns))
+    spans = has_spans(judged.columns)
+    metric, cost, wanted = chosen(contexts, metric, cost, metrics, spans)
     base = _baseline(baseline, len(settings))
     docs, asked = c.to_lazy(documents, "documents"), _queries(queries)
+    if spans:
+        _spans_within(judged, docs)
     chunks: dict[WindowConfig, pl.DataFrame] = {}  # chunk indexes shifted per window
     candidates: dict[tuple[WindowConfig, RetrieveConfig], pl.DataFrame] = {}
     blocks: list[pl.LazyFrame] = []
@@ -242,6 +247,16 @@ def _evaluate(
         .join(per_query, on=c.CONFIG)
         .sort(c.CONFIG, maintain_order=True)
     )
+
+
+def _spans_within(judged: pl.DataFrame, documents: pl.LazyFrame) -> None:
+    """Span judgements judge characters of the given documents: a span on a document
+    they lack, or past its end, is an error before any work (as :func:`read_qrels`
+    raises given ``documents``)."""
+    c.require_columns(documents.collect_schema(), [c.DOC_ID, c.CONTENT], "documents")
+    length = pl.col(c.CONTENT).str.len_chars().fill_null(0).cast(pl.Int64)
+    lengths = documents.select(c.DOC_ID, length.alias(c.CHAR_COUNT)).collect()
+    known_documents(judged, lengths, lambda row: f"judgement {row}")
 
 
 def _queries(queries: Any) -> pl.LazyFrame:
