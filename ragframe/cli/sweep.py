@@ -22,7 +22,7 @@ from ragframe.cli._common import (
 from ragframe.cli._engine import add_engine_options, on_engine, sweep_on_engine
 from ragframe.cli.evaluate import add_qrels_options, read_judgements
 from ragframe.errors import ConfigError, RagframeError
-from ragframe.evaluate._result import HIGH, LOW, P_HOLM, PARETO
+from ragframe.evaluate._columns import HIGH, LOW, P_HOLM, PARETO
 
 EPILOG = """\
 GRID is a TOML file of postprocess parameters and their values; every combination runs:

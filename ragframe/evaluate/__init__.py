@@ -20,7 +20,9 @@ context metrics              :mod:`._context` (recall, nDCG, characters, shares,
 every query accounted for,   :mod:`._evaluate` (:func:`evaluate`, :func:`summarize`)
 means over judged queries
 sweep: shared steps          :mod:`._sweep` (:func:`sweep`; which step reads which
-                             parameter), :mod:`._result` (:class:`SweepResult`)
+                             parameter), :mod:`._result` (:class:`SweepResult`),
+                             :mod:`._columns` (its summary's columns, what the finding
+                             and the tables read of it)
 experiment: chunk, retrieve, :mod:`._experiment` (:func:`experiment`), :mod:`._grid`
 post-process, evaluate       (which stage reads which grid parameter)
 intervals, paired tests,     :mod:`._stats` (bootstrap, randomization, t, Holm, Pareto)
@@ -29,7 +31,10 @@ plots                        :mod:`._plots` (the ``ragframe[plot]`` extra, matpl
                              also public names of :mod:`ragframe` itself, since
                              ``ragframe.evaluate`` is the function), :mod:`._labels`
 the HTML report: the         :mod:`._report`, :mod:`._finding` (the finding in words,
-finding in words, rounding   rounding), :mod:`._effects` (which stage moves the metric)
+finding in words, rounding   rounding), :mod:`._effects` (which stage moves the metric),
+                             :mod:`._tables` (the tables)
+a notebook's view            :mod:`._tables` (``SweepResult._repr_html_``: the finding
+                             and the ranking's first rows)
 ===========================  ============================================================
 """
 

@@ -15,9 +15,9 @@ from typing import Any
 import polars as pl
 
 from ragframe import schema as c
+from ragframe.evaluate._columns import HIGH, LOW, P_HOLM, P_RANDOMIZATION_HOLM, Swept
 from ragframe.evaluate._effects import SPREAD, STAGE, STAGES, parameter_effects
 from ragframe.evaluate._metrics import higher_is_better
-from ragframe.evaluate._result import HIGH, LOW, P_HOLM, P_RANDOMIZATION_HOLM, SweepResult
 
 DASH = "\u2013"
 """The en dash of ranges and of missing values."""
@@ -80,7 +80,7 @@ def beats(row: dict[str, Any], base: dict[str, Any], metric: str) -> bool:
     return bool(mean > other) if higher_is_better(metric) else bool(mean < other)
 
 
-def finding(result: SweepResult) -> list[str]:
+def finding(result: Swept) -> list[str]:
     """The finding of ``result`` in a few plain sentences: the best configuration and
     its interval, how it compares with the baseline after Holm's correction, how many
     beat the baseline, which stage's parameters move the metric most, and the cheapest
@@ -103,7 +103,7 @@ def finding(result: SweepResult) -> list[str]:
 
 
 def _against_baseline(
-    result: SweepResult, best: dict[str, Any], base: dict[str, Any], places: int
+    result: Swept, best: dict[str, Any], base: dict[str, Any], places: int
 ) -> str:
     metric = result.metric
     if best[c.CONFIG] == base[c.CONFIG]:
@@ -130,7 +130,7 @@ def _against_baseline(
     )
 
 
-def _moves_most(result: SweepResult, places: int) -> list[str]:
+def _moves_most(result: Swept, places: int) -> list[str]:
     effects = parameter_effects(result.summary, result.parameters, result.metric)
     known = effects.filter(pl.col(SPREAD).is_not_null())
     if not known.height:
@@ -156,7 +156,7 @@ def _moves_most(result: SweepResult, places: int) -> list[str]:
     return [f"{said}{unvaried}."]
 
 
-def _cheapest(result: SweepResult, best: dict[str, Any], places: int) -> list[str]:
+def _cheapest(result: Swept, best: dict[str, Any], places: int) -> list[str]:
     metric, cost = result.metric, result.cost
     low, high = best[metric + LOW], best[metric + HIGH]
     if low is None or high is None or cost not in result.summary.columns:

@@ -12,6 +12,8 @@ its marker; the report's tables name every configuration).
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,20 +21,26 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe.errors import ConfigError, RagframeError
+from ragframe.evaluate._columns import HIGH, LOW, PARETO
 from ragframe.evaluate._effects import PARAMETER, STAGE, parameter_effects, value_means
 from ragframe.evaluate._labels import place_labels
 from ragframe.evaluate._metrics import check_metric
-from ragframe.evaluate._result import HIGH, LOW, PARETO, SweepResult
+from ragframe.evaluate._result import SweepResult
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 DASHES = ("-", "--", ":", "-.")
 
 
 def _pyplot() -> Any:
+    """pyplot on the backend this process chose: ``MPLBACKEND`` (a Jupyter kernel sets
+    it to its inline backend, so plots render in the notebook) or pyplot already
+    imported (``%matplotlib inline``, a script's own backend); else Agg, which needs no
+    display (the CLI, a script that saves its figures)."""
     try:
         import matplotlib
 
-        matplotlib.use("Agg")
+        if not os.environ.get("MPLBACKEND") and "matplotlib.pyplot" not in sys.modules:
+            matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - depends on the environment
         raise RagframeError("plots need matplotlib: pip install 'ragframe[plot]'") from None

@@ -12,15 +12,19 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
+from ragframe.evaluate._columns import (
+    HIGH,
+    LOW,
+    P_HOLM,
+    P_RANDOMIZATION,
+    P_RANDOMIZATION_HOLM,
+    P_T,
+    PARETO,
+    ranked,
+)
 from ragframe.evaluate._metrics import check_metric, higher_is_better
 from ragframe.evaluate._stats import bootstrap_cis, holm, pareto_front, randomization_ps, t_test_p
-
-LOW, HIGH = "_low", "_high"
-"""Suffixes of a metric's bootstrap interval columns in the summary."""
-P_RANDOMIZATION, P_T, PARETO = "p_randomization", "p_t", "pareto"
-P_HOLM, P_RANDOMIZATION_HOLM = "p_holm", "p_randomization_holm"
-"""The paired t-test's and the randomization test's p-values, Holm-corrected across the
-configurations compared with the baseline."""
+from ragframe.evaluate._tables import notebook_html
 
 
 @dataclass(frozen=True)
@@ -65,12 +69,10 @@ class SweepResult:
         """The configurations on the Pareto front, cheapest first."""
         return self.summary.filter(pl.col(PARETO)).sort(self.cost)
 
-
-def ranked(summary: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """``summary`` best ``metric`` first (its direction), ties by ``config``, missing
-    means last."""
-    higher = bool(higher_is_better(metric))
-    return summary.sort([metric, c.CONFIG], descending=[higher, False], nulls_last=True)
+    def _repr_html_(self) -> str:
+        """A notebook's view: the finding in words, then the ranking's first rows as a
+        table, numbers rounded to what their intervals support (as in the report)."""
+        return notebook_html(self)
 
 
 def summarize_sweep(
