@@ -130,6 +130,17 @@ def test_ids_and_values_are_escaped() -> None:
     assert odd in _parsed(page).cells
 
 
+def test_a_sweep_without_configurations_says_so() -> None:
+    """An empty summary shows a sentence (a notebook would show a formatter's traceback
+    were the view to fail)."""
+    base = constructed()
+    empty = SweepResult(
+        base.per_query.clear(), base.summary.clear(), base.parameters, base.metric,
+        base.cost, base.baseline,
+    )  # fmt: skip
+    assert "no query was judged" in empty._repr_html_()
+
+
 def _kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A kernelspec for this interpreter in a folder of the test's own (a python3
     kernel installed elsewhere could run another Python), and a Jupyter and IPython

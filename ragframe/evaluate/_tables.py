@@ -131,7 +131,10 @@ def front_table(result: Swept) -> str:
 
 def notebook_html(result: Swept, limit: int = NOTEBOOK_ROWS) -> str:
     """A notebook's view of ``result``: the finding in words, then the ranking's first
-    ``limit`` rows (best first), and how many more the summary holds."""
+    ``limit`` rows (best first), and how many more the summary holds; a sweep without
+    a judged configuration says so."""
+    if not result.summary.height:
+        return "<p>A sweep without configurations: no query was judged.</p>"
     said = "".join(f"<p>{html.escape(s)}</p>" for s in finding(result))
     rest = result.summary.height - limit
     more = (
