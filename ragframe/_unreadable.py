@@ -42,6 +42,10 @@ def unreadable(file: FileName, exc: BaseException) -> DataError:
             return DataError(
                 f"cannot read {shown}: the file is empty; expected a table with a header or schema"
             )
+    if isinstance(exc, PermissionError):
+        return DataError(
+            f"cannot read {shown}: permission denied; expected a file this user can read"
+        )
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     detail = lines[0] if lines else type(exc).__name__
     return DataError(

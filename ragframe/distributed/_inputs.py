@@ -18,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
+from ragframe._sources import walk
 from ragframe._unreadable import check_footers, naming, unreadable
 from ragframe.dataset._run import ROWS_PER_PARTITION
 from ragframe.errors import ConfigError, RagframeError
@@ -65,8 +66,9 @@ def is_path(source: Any) -> bool:
 
 def parquet_files(source: Source) -> list[str]:
     """The Parquet files of ``source``, in the order :func:`polars.scan_parquet` reads
-    them: a file; a glob or a folder (its ``*.parquet`` files, recursively, sorted); or
-    a list of these, in the list's order.
+    them: a file; a glob or a folder (its ``*.parquet`` files, recursively, sorted,
+    walked as a local input is: hidden names skipped, folders behind links followed,
+    a link loop or a broken link refused); or a list of these, in the list's order.
 
     Example:
         >>> parquet_files([])
@@ -78,10 +80,8 @@ def parquet_files(source: Source) -> list[str]:
     files: list[str] = []
     for item in [os.fspath(i) for i in items]:
         refuse_hive(item)
-        if Path(item).is_dir():
-            files += sorted(
-                glob.glob(os.path.join(glob.escape(item), "**", "*.parquet"), recursive=True)
-            )
+        if Path(item).is_dir():  # walked as a local input is: links followed, loops refused
+            files += sorted(str(f) for f in walk(Path(item), item) if f.suffix == ".parquet")
         elif glob.has_magic(item):
             files += sorted(glob.glob(item, recursive=True))
         elif Path(item).is_file():
