@@ -34,12 +34,13 @@ _FAILURES: tuple[type[BaseException], ...] = (
 _PARQUET = (".parquet", ".pq")
 
 
-def unreadable(file: FileName, exc: BaseException) -> DataError:
-    """The error for the Parquet ``file`` that failed to read with ``exc``."""
+def unreadable(file: FileName, exc: BaseException) -> RagframeError:
+    """The error for the Parquet ``file`` that failed to read with ``exc``: a
+    :class:`DataError`, but for an empty file (the same error as for every format)."""
     shown = os.fspath(file)
     with contextlib.suppress(OSError):
         if "://" not in shown and os.path.getsize(shown) == 0:
-            return DataError(
+            return RagframeError(
                 f"cannot read {shown}: the file is empty; expected a table with a header or schema"
             )
     if isinstance(exc, PermissionError):
@@ -81,7 +82,7 @@ def _read_through(file: FileName) -> None:
             pass
 
 
-def first_unreadable(files: Iterable[FileName]) -> DataError | None:
+def first_unreadable(files: Iterable[FileName]) -> RagframeError | None:
     """The error naming the first of ``files`` that cannot be read whole, or None."""
     for file in files:
         try:

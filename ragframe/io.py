@@ -41,7 +41,7 @@ import polars as pl
 from ragframe import _atomic, _sources, _targets, _textfiles, _unreadable
 from ragframe._atomic import TEMP_MARK, remove_temporaries, stale_temporaries
 from ragframe._sources import STDIO, Source, explain_read_error, read_error, table_format
-from ragframe.errors import DataError, RagframeError
+from ragframe.errors import RagframeError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -111,8 +111,8 @@ def scan_table(
     if src.format == "parquet":  # every footer: a damaged part fails here, named
         try:
             _unreadable.check_footers(src.files)
-        except DataError as exc:
-            raise DataError(_shown(src, str(exc))) from exc
+        except RagframeError as exc:
+            raise type(exc)(_shown(src, str(exc))) from exc
     try:
         frame = _scan(src, strings)
         frame.collect_schema()  # a corrupt footer or header fails here, naming the file
