@@ -121,6 +121,26 @@ def foreign_entry(folder: Path) -> Path | None:
     return None
 
 
+def make_parents(target: Path) -> list[Path]:
+    """Create the missing folders above ``target``; return those this call created,
+    deepest first, for :func:`remove_created` after a failed write."""
+    created = []
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        created.append(folder)
+        folder = folder.parent
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return created
+
+
+def remove_created(folders: list[Path]) -> None:
+    """Remove the folders a failed write created (:func:`make_parents`), deepest
+    first, each only while empty (another run may be writing there)."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
 def new_directory(target: Path) -> Path:
     """Create the temporary directory a directory output is written into."""
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -127,7 +127,7 @@ class FileSink:
             schema,
             whole,
         )
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self.created = _atomic.make_parents(target)
         _atomic.remove_stale(target)
         self.tmp = _atomic.temp_name(target)
         _atomic.WRITING.add(self.tmp)
@@ -176,6 +176,7 @@ class FileSink:
             with contextlib.suppress(*_ERRORS):
                 (self.appender.arrow or self.appender.handle).close()
         _atomic.remove(self.tmp)
+        _atomic.remove_created(self.created)
 
 
 class PartsSink:
@@ -183,6 +184,7 @@ class PartsSink:
 
     def __init__(self, target: Path, shown: str, schema: pa.Schema):
         self.target, self.shown, self.schema = target, shown, schema
+        self.created = _atomic.make_parents(target)
         self.tmp = _atomic.new_directory(target)
         self.count = 0
 
@@ -205,6 +207,7 @@ class PartsSink:
 
     def abort(self) -> None:
         _atomic.remove(self.tmp)
+        _atomic.remove_created(self.created)
 
 
 class StdoutSink:

@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -143,9 +144,18 @@ def files_of(path: str | os.PathLike[str], what: str = "input") -> tuple[Path, .
 
 def walk(root: Path, shown: str) -> list[Path]:
     """The files under ``root``, in sorted order, hidden names (``.*``, ``_*``) skipped;
-    a hidden folder that holds files is an error (Polars would read them)."""
+    folders behind symbolic links followed, as Polars follows them.
+
+    Raises:
+        RagframeError: a hidden folder that holds files (Polars would read them); a
+            folder reached twice through symbolic links (a loop, which Polars would
+            follow until the system refuses); a broken symbolic link; a folder that
+            cannot be listed or a file that cannot be read (permissions).
+    """
     files: list[Path] = []
-    for folder, dirs, names in os.walk(root):
+    seen: dict[str, Path] = {}
+    for folder, dirs, names in os.walk(root, onerror=_unlisted(shown), followlinks=True):
+        _once(Path(folder), seen, shown)
         hidden = [d for d in dirs if d.startswith(_HIDDEN)]
         for name in hidden:  # Polars reads files in hidden folders: refuse them
             inside = Path(folder, name)
@@ -156,8 +166,50 @@ def walk(root: Path, shown: str) -> list[Path]:
                     "name the files with a glob)"
                 )
         dirs[:] = sorted(d for d in dirs if d not in hidden)
-        files += [Path(folder, n) for n in sorted(names) if not n.startswith(_HIDDEN)]
+        found = [_readable(Path(folder, n), shown) for n in sorted(names)]
+        files += [path for path in found if not path.name.startswith(_HIDDEN)]
     return files
+
+
+def _unlisted(shown: str) -> Callable[[OSError], None]:
+    def fail(exc: OSError) -> None:
+        raise RagframeError(
+            f"input directory {shown}: cannot list {exc.filename} ({exc.strerror}); "
+            "expected folders this user can read"
+        ) from exc
+
+    return fail
+
+
+def _once(folder: Path, seen: dict[str, Path], shown: str) -> None:
+    """Fail when ``folder`` is a folder already walked, reached again by a link."""
+    real = os.path.realpath(folder)
+    if real not in seen:
+        seen[real] = folder
+        return
+    first = seen[real]
+    links = [p for p in (*folder.parents, folder, *first.parents, first) if p.is_symlink()]
+    link = max(links, key=lambda p: len(p.parts)) if links else folder
+    raise RagframeError(
+        f"input directory {shown} reaches one folder twice, as {first} and as {folder}, "
+        f"through the symbolic link {link} -> {os.readlink(link) if links else link} (a "
+        "loop, or a second link to a folder); expected each folder once"
+    )
+
+
+def _readable(path: Path, shown: str) -> Path:
+    """``path``, a file of the input directory ``shown``, or the error it calls for."""
+    if path.is_symlink() and not path.exists():
+        raise RagframeError(
+            f"input directory {shown} holds a broken symbolic link: {path} -> "
+            f"{os.readlink(path)} (its target does not exist); expected table files (Polars "
+            "looks at every name, hidden ones too)"
+        )
+    if not path.name.startswith(_HIDDEN) and not os.access(path, os.R_OK):
+        raise RagframeError(
+            f"cannot read {path}: permission denied; expected a file this user can read"
+        )
+    return path
 
 
 def _directory(root: Path, shown: str) -> Source:

@@ -3,7 +3,9 @@ error a failed write gives (naming the user's path, never the temporary)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 from pathlib import Path
 
 import polars as pl
@@ -12,10 +14,31 @@ from ragframe import _atomic
 from ragframe._sources import FORMATS, table_format
 from ragframe.errors import RagframeError
 
+_FULL = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EFBIG: "the file is too large (the file-size limit, ulimit -f, was reached)",
+    errno.EDQUOT: "the disk quota is exceeded",
+}
+"""What a write that ran out of room says, by its errno."""
+_ERRNO = re.compile(r"(?:os error|errno) ([0-9]+)")
+
+
+def out_of_room(exc: BaseException) -> str | None:
+    """Why ``exc`` (an ``OSError``, or Polars' or Arrow's error that quotes one) says a
+    write ran out of room: the disk is full, a file-size limit or a quota; else None."""
+    code = exc.errno if isinstance(exc, OSError) else None
+    if code not in _FULL:
+        found = _ERRNO.search(str(exc))
+        code = int(found[1]) if found else None
+    return _FULL.get(code) if code is not None else None
+
 
 def failure(shown: str, exc: BaseException, tmp: Path | None = None) -> RagframeError:
     """The error for a failed write of ``shown``: it names the user's path, never the
-    temporary."""
+    temporary; a write that ran out of room says so (:func:`out_of_room`)."""
+    full = out_of_room(exc)
+    if full is not None:
+        return RagframeError(f"cannot write {shown}: {full}; nothing was written")
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     detail = detail.strip().splitlines()[0] if detail.strip() else ""
     if tmp is not None:

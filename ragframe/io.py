@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ragframe import _atomic, _sources, _targets, _textfiles
+from ragframe import _atomic, _sources, _targets, _textfiles, _unreadable
 from ragframe._atomic import TEMP_MARK, remove_temporaries, stale_temporaries
 from ragframe._sources import STDIO, Source, explain_read_error, read_error, table_format
 from ragframe.errors import RagframeError
@@ -99,6 +99,8 @@ def scan_table(
     Raises:
         RagframeError: unknown extension, nothing found, a file Polars cannot open,
             or a CSV with repeated column names, bad UTF-8 or a ragged record.
+        DataError: a Parquet file (any part of a dataset) that is truncated or not
+            Parquet at all: its footer is read up front; the message names it.
     """
     src = path if isinstance(path, Source) else source(path)
     if src.format == "csv":
@@ -106,6 +108,11 @@ def scan_table(
             problem = _textfiles.csv_problem(file)
             if problem:
                 raise RagframeError(_shown(src, f"cannot read {file}: {problem}"))
+    if src.format == "parquet":  # every footer: a damaged part fails here, named
+        try:
+            _unreadable.check_footers(src.files)
+        except RagframeError as exc:
+            raise type(exc)(_shown(src, str(exc))) from exc
     try:
         frame = _scan(src, strings)
         frame.collect_schema()  # a corrupt footer or header fails here, naming the file
@@ -144,8 +151,10 @@ def read_table(
     ``strings``: as :func:`scan_table`."""
     frame = scan_table(path, strings=strings)
     shown = path.shown if isinstance(path, Source) else path
+    files = list(path.files) if isinstance(path, Source) else path
     try:
-        return frame.collect()
+        with _unreadable.naming(files):  # a damaged page: the file that holds it
+            return frame.collect()
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise read_error(shown, exc) from exc
 
@@ -263,7 +272,7 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
     """
     shown = os.fspath(path)
     target = check_output(path, table=False)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    created = _atomic.make_parents(target)
     _atomic.remove_stale(target)
     tmp = _atomic.temp_name(target)
     _atomic.WRITING.add(tmp)
@@ -277,9 +286,11 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
         _atomic.WRITING.discard(tmp)
     except (pl.exceptions.PolarsError, OSError) as exc:
         _atomic.remove(tmp)
+        _atomic.remove_created(created)
         raise _targets.failure(shown, exc, tmp) from exc
     except BaseException:  # interrupted: no temporary is left behind
         _atomic.remove(tmp)
+        _atomic.remove_created(created)
         raise
 
 

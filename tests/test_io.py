@@ -118,7 +118,10 @@ def test_a_failed_write_names_the_users_path_not_the_temporary(
     target = tmp_path / "out.parquet"
     with pytest.raises(RagframeError) as caught:
         io.write_table(DF, target)
-    assert str(caught.value) == f"cannot write {target}: No space left on device"
+    assert (
+        str(caught.value)
+        == f"cannot write {target}: no space left on the device; nothing was written"
+    )
     assert list(tmp_path.iterdir()) == []
 
 

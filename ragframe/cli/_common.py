@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 import polars as pl
 
-from ragframe import io
+from ragframe import _unreadable, io
 from ragframe.errors import RagframeError
 
 _INTEGER = re.compile(r"[+-]?[0-9]{1,40}")
@@ -59,7 +59,8 @@ def one_line_errors(*sources: str) -> Iterator[None]:
     """Turn any failure while reading or processing ``sources`` into a one-line error;
     a text file Polars could not parse is explained by its first bad line."""
     try:
-        yield
+        with _unreadable.naming(*sources):  # a damaged Parquet page: the file named
+            yield
     except RagframeError as exc:  # raised inside a plan: keep its class, drop the context
         raise type(exc)(first_line(exc)) from exc
     except (pl.exceptions.PolarsError, OSError) as exc:

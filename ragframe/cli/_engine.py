@@ -6,6 +6,7 @@ run), and each command run by :mod:`ragframe.distributed` with the same output f
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -79,6 +80,9 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
                     distributed.LocalCluster(
                         threads_per_worker=1,
                         dashboard_address=":0",
+                        # a failed task's error is the command's one line; its log,
+                        # with a traceback, is left out
+                        silence_logs=logging.CRITICAL,
                         env={"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")},
                     )
                 )
@@ -98,6 +102,10 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     from ragframe.distributed import ray as ray_engine
 
     ray = require("ray", "ray")
+    require("ray.data", "ray")  # configures its logger when imported: before the line below
+    # Ray Data logs a worker's error with its traceback before raising it; the command
+    # prints the error as one line (ragframe.cli), so that log is left out.
+    logging.getLogger("ray.data").setLevel(logging.CRITICAL)
     started = not ray.is_initialized()  # called from Python with Ray running: use it
     try:
         if started:

@@ -28,6 +28,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ragframe._unreadable import naming
 from ragframe._validate import as_config
 from ragframe.dataset._run import (
     CHUNK_TEXT,
@@ -121,15 +122,16 @@ def postprocess_dataset(
     cfg = as_config(config, PostprocessConfig)
     given = open_input(candidates, "candidates")
     store = open_input(chunks, "chunks") if chunks is not None else None
-    return _postprocess.run(
-        given,
-        store,
-        destination,
-        cfg,
-        rows_per_partition=_positive(rows_per_partition, "rows_per_partition"),
-        progress=progress,
-        fmt=fmt,
-    )
+    with naming(candidates, chunks):  # a damaged page found when read: its file named
+        return _postprocess.run(
+            given,
+            store,
+            destination,
+            cfg,
+            rows_per_partition=_positive(rows_per_partition, "rows_per_partition"),
+            progress=progress,
+            fmt=fmt,
+        )
 
 
 def _positive(value: int, name: str) -> int:
@@ -192,16 +194,17 @@ def fetch_dataset(
     from ragframe.fetch import FetchConfig
 
     cfg = as_config(config, FetchConfig)
-    return _fetch.run(
-        open_input(requests, "requests"),
-        open_input(documents, "documents"),
-        open_input(sizes, "sizes") if sizes is not None else None,
-        destination,
-        cfg,
-        text_per_partition=_positive(text_per_partition, "text_per_partition"),
-        progress=progress,
-        fmt=fmt,
-    )
+    with naming(requests, documents, sizes):
+        return _fetch.run(
+            open_input(requests, "requests"),
+            open_input(documents, "documents"),
+            open_input(sizes, "sizes") if sizes is not None else None,
+            destination,
+            cfg,
+            text_per_partition=_positive(text_per_partition, "text_per_partition"),
+            progress=progress,
+            fmt=fmt,
+        )
 
 
 def chunk_dataset(
@@ -252,11 +255,12 @@ def chunk_dataset(
     from ragframe.window import WindowConfig
 
     cfg = as_config(config, WindowConfig)
-    return _chunk.run(
-        open_input(documents, "documents"),
-        destination,
-        cfg,
-        text_per_partition=_positive(text_per_partition, "text_per_partition"),
-        progress=progress,
-        fmt=fmt,
-    )
+    with naming(documents):
+        return _chunk.run(
+            open_input(documents, "documents"),
+            destination,
+            cfg,
+            text_per_partition=_positive(text_per_partition, "text_per_partition"),
+            progress=progress,
+            fmt=fmt,
+        )

@@ -36,9 +36,10 @@ from pathlib import Path
 
 import polars as pl
 
-from ragframe import _atomic
+from ragframe import _atomic, _targets
 from ragframe import schema as c
 from ragframe.dataset._inputs import Bound, Input, group_ranges, rows_read
+from ragframe.errors import RagframeError
 
 PART = c.TMP + "partition"
 """The spilled rows' partition, the key of the spill's folders."""
@@ -138,16 +139,28 @@ def spilled(given: Input, ranges: Ranges, beside: Path) -> Iterator[Reader]:
     the end, on an error and on a signal); read partition ``k`` from its folder."""
     folder = _atomic.temp_name(beside)
     _atomic.WRITING.add(folder)
+    created = _atomic.make_parents(folder)  # the output's folders: removed if left empty
     try:
         dtype = given.frame.collect_schema()[c.QUERY_ID]
         highs = pl.Series([hi for _, hi in ranges.bounds[:-1]], dtype=dtype)
         part = pl.lit(highs).search_sorted(pl.col(c.QUERY_ID), side="left")
         keyed = given.frame.with_columns(part.alias(PART))  # a null id: 0, the first
         sink = pl.PartitionBy(folder, key=PART, include_key=False)
-        keyed.sink_parquet(sink, compression="lz4", mkdir=True, engine="streaming")
+        try:
+            keyed.sink_parquet(sink, compression="lz4", mkdir=True, engine="streaming")
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            full = _targets.out_of_room(exc)
+            if full is None:  # a read error: the input's to explain
+                raise
+            raise RagframeError(
+                f"cannot write {beside}: {full} for the input spilled beside it (an input "
+                "not grouped by query is first split into one folder per partition); "
+                "nothing was written"
+            ) from exc
         yield lambda k: _read_spilled(folder, k)
     finally:
         _atomic.remove(folder)
+        _atomic.remove_created(created)
 
 
 def _read_spilled(folder: Path, k: int) -> pl.DataFrame:

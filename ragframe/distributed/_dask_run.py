@@ -23,6 +23,7 @@ from ragframe.distributed._inputs import (
     partition_count,
     require,
 )
+from ragframe.errors import RagframeError
 
 
 class Run:
@@ -57,10 +58,21 @@ class Run:
             dask = dask_module()
 
             return list(dask.compute(*objects))
+        from distributed import KilledWorker
+
         with warnings.catch_warnings():  # a broadcast store is in the graph on purpose
             warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
             futures = self.client.compute(list(objects), retries=self.retries)
-        return list(self.client.gather(futures))
+        try:
+            return list(self.client.gather(futures))
+        except KilledWorker as exc:  # lost workers past the scheduler's allowed failures
+            raise RagframeError(
+                f"the Dask run failed: a worker died running its task {exc.task!r}, "
+                f"{exc.allowed_failures + 1} time(s) in all, past the scheduler's "
+                f"distributed.scheduler.allowed-failures ({exc.allowed_failures}); nothing "
+                "was written; expected workers that stay up (their logs say why one "
+                "ended: killed, out of memory)"
+            ) from None
 
 
 def dask_module() -> Any:

@@ -19,6 +19,7 @@ from ragframe.distributed._inputs import (
     parquet_files,
     parquet_rows,
     positioned,
+    read_parquet,
     read_piece,
     require,
 )
@@ -45,7 +46,7 @@ def arrow(df: Any) -> pa.Table:
 
 
 def _read(path: str, number: int, keyed: Callable[[pa.Table, int], pa.Table]) -> Any:
-    return pandas(keyed(pl.read_parquet(path).to_arrow(), number))
+    return pandas(keyed(read_parquet(path), number))
 
 
 def _read_positioned(path: str, number: int) -> Any:

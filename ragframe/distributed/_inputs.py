@@ -18,6 +18,8 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
+from ragframe._sources import walk
+from ragframe._unreadable import check_footers, naming, unreadable
 from ragframe.dataset._run import ROWS_PER_PARTITION
 from ragframe.errors import ConfigError, RagframeError
 
@@ -64,8 +66,9 @@ def is_path(source: Any) -> bool:
 
 def parquet_files(source: Source) -> list[str]:
     """The Parquet files of ``source``, in the order :func:`polars.scan_parquet` reads
-    them: a file; a glob or a folder (its ``*.parquet`` files, recursively, sorted); or
-    a list of these, in the list's order.
+    them: a file; a glob or a folder (its ``*.parquet`` files, recursively, sorted,
+    walked as a local input is: hidden names skipped, folders behind links followed,
+    a link loop or a broken link refused); or a list of these, in the list's order.
 
     Example:
         >>> parquet_files([])
@@ -77,10 +80,8 @@ def parquet_files(source: Source) -> list[str]:
     files: list[str] = []
     for item in [os.fspath(i) for i in items]:
         refuse_hive(item)
-        if Path(item).is_dir():
-            files += sorted(
-                glob.glob(os.path.join(glob.escape(item), "**", "*.parquet"), recursive=True)
-            )
+        if Path(item).is_dir():  # walked as a local input is: links followed, loops refused
+            files += sorted(str(f) for f in walk(Path(item), item) if f.suffix == ".parquet")
         elif glob.has_magic(item):
             files += sorted(glob.glob(item, recursive=True))
         elif Path(item).is_file():
@@ -91,6 +92,7 @@ def parquet_files(source: Source) -> list[str]:
         raise RagframeError(
             f"no Parquet files in {[os.fspath(i) for i in items]}; expected a file, folder or glob"
         )
+    check_footers(files)  # a truncated file fails here, named, before any work
     return files
 
 
@@ -119,9 +121,17 @@ def parquet_rows(files: Sequence[str]) -> list[int]:
     return [pq.ParquetFile(f).metadata.num_rows for f in files]
 
 
+def read_parquet(path: str) -> pa.Table:
+    """One Parquet file (on a worker): a damaged one is an error naming it."""
+    try:
+        return pl.read_parquet(path).to_arrow()
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+        raise unreadable(path, exc) from exc
+
+
 def read_piece(path: str, number: int) -> pa.Table:
     """Piece ``number`` of the input (one Parquet file) with :data:`POS`."""
-    return positioned(pl.read_parquet(path).to_arrow(), number)
+    return positioned(read_parquet(path), number)
 
 
 def positioned(table: pa.Table, number: int) -> pa.Table:
@@ -185,7 +195,9 @@ def local_table(store: Any) -> pa.Table:
     if isinstance(store, pl.DataFrame):
         return store.to_arrow()
     if is_path(store):
-        return pl.scan_parquet(parquet_files(store)).collect().to_arrow()
+        files = parquet_files(store)
+        with naming(files):
+            return pl.scan_parquet(files).collect().to_arrow()
     raise ConfigError(f"cannot broadcast a store of type {type(store).__name__}")
 
 

@@ -30,6 +30,7 @@ from ragframe.distributed._inputs import (
     positioned,
     require,
 )
+from ragframe.errors import RagframeError
 
 Step = Callable[[pa.Table], pa.Table]
 
@@ -43,7 +44,9 @@ def ray_module() -> Any:
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    context.raise_original_map_exception = True  # a worker's RagframeError, not Ray's wrapper
+    logger = logging.getLogger("ray.data")  # the CLI's is quieter: its errors are one line
+    logger.setLevel(max(logger.level, logging.WARNING))
     return ray
 
 
@@ -135,8 +138,16 @@ def grouped(own: Data, side: Data | None, retries: int, **fn_kwargs: Any) -> Any
 
 
 def tables(ds: Any) -> list[pa.Table]:
+    """The dataset's blocks, computed; a :class:`RagframeError` a worker raised (a
+    damaged input file, bad values) is raised as it is, without Ray's wrapper."""
     ray = ray_module()
-    return [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows or t.num_columns]
+    try:
+        return [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows or t.num_columns]
+    except ray.exceptions.RayTaskError as exc:
+        cause = exc.cause
+        if isinstance(cause, RagframeError):  # Ray appends lines of its own: one line
+            raise type(cause)(str(cause).split("\n", 1)[0]) from None
+        raise
 
 
 def run(
