@@ -9,6 +9,7 @@ killed are in ``tests/test_distributed.py``. All marked ``slow`` (a cluster each
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -69,10 +70,11 @@ def _command(args: list[str]) -> subprocess.Popen[str]:
 
 
 def _run_and_kill(
-    args: list[str], busy: Callable[[], int | None]
+    args: list[str], busy: Callable[[], int | None], *, every: bool = False
 ) -> tuple[subprocess.CompletedProcess[str], list[int]]:
     """Run the command; once ``busy()`` names a worker running one of its partition
-    tasks, kill that worker (while the command still runs)."""
+    tasks, kill that worker (while the command still runs); ``every``: each worker
+    that runs one, until the command ends."""
     proc = _command(args)
     killed: list[int] = []
 
@@ -80,10 +82,12 @@ def _run_and_kill(
         deadline = time.monotonic() + 240
         while proc.poll() is None and time.monotonic() < deadline:
             pid = busy()
-            if pid is not None and proc.poll() is None:
-                os.kill(pid, signal.SIGKILL)
+            if pid is not None and pid not in killed and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
-                return
+                if not every:
+                    return
             time.sleep(0.02)
 
     watcher = threading.Thread(target=watch)
@@ -181,3 +185,57 @@ def test_dask_worker_killed_without_a_retry_the_run_fails_whole(
         done, killed = _run_and_kill(args, _dask_busy(client, "ragframe-postprocess_piece"))
     assert killed, f"no worker was killed mid-task: nothing was tested ({done.stderr})"
     _assert_failed_whole(done, out, "error: the Dask run failed: a worker died running its task")
+
+
+# --- Ray ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_address() -> Iterator[str]:
+    """A new local Ray of two CPUs, started by this process (its workers are this
+    process's descendants: only those are ever killed), and its address."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.data")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+def _ray_busy() -> int | None:
+    """A worker of this process's Ray running a partition task (its process title names
+    the task: ``ray::MapBatches(run_group)``; an idle one's is ``ray::IDLE``)."""
+    import psutil
+
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            line = " ".join(proc.cmdline())
+        except psutil.Error:
+            continue
+        if line.startswith("ray::") and "run_group" in line:
+            return int(proc.pid)
+    return None
+
+
+def test_ray_worker_killed_mid_task_the_run_completes(
+    inputs: tuple[Path, Path, Path], tmp_path: Path, ray_address: str
+) -> None:
+    out = tmp_path / "out" / "blocks.parquet"
+    out.parent.mkdir()
+    args = [*_postprocess_args(inputs, out), "--engine", "ray", "--ray-address", ray_address]
+    done, killed = _run_and_kill(args, _ray_busy)
+    assert killed, f"no worker was killed mid-task: nothing was tested ({done.stderr})"
+    _assert_whole(done, out, inputs[2])
+
+
+def test_ray_every_try_killed_the_run_fails_whole(
+    inputs: tuple[Path, Path, Path], tmp_path: Path, ray_address: str
+) -> None:
+    """Each worker that takes the task is killed, past Ray's retries (3): one error."""
+    out = tmp_path / "out" / "blocks.parquet"
+    out.parent.mkdir()
+    args = [*_postprocess_args(inputs, out), "--engine", "ray", "--ray-address", ray_address]
+    done, killed = _run_and_kill(args, _ray_busy, every=True)
+    assert len(killed) >= 4, f"fewer workers killed than Ray tries: {killed} ({done.stderr})"
+    _assert_failed_whole(done, out, "error: the Ray run failed")

@@ -109,7 +109,12 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     started = not ray.is_initialized()  # called from Python with Ray running: use it
     try:
         if started:
-            ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+            ray.init(  # Ray's notes on starting or connecting: left out, as its logs are
+                address=args.ray_address,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
     except ConnectionError as exc:
         raise RagframeError(f"cannot reach the Ray cluster {args.ray_address}: {exc}") from None
     try:
