@@ -5,7 +5,9 @@ second try, fails whole: one ``error:`` line, exit status 2, no output, no tempo
 left beside it. The worker is killed (``SIGKILL``) while it runs one of the run's
 partition tasks, seen on the cluster itself: Dask's scheduler lists the task among a
 worker's, a Ray worker's process title names it. The library's own runs with a worker
-killed are in ``tests/test_distributed.py``. All marked ``slow`` (a cluster each)."""
+killed are in ``tests/test_distributed.py``. The cluster tests are marked ``slow``.
+On the local engine (threads in one process) the worker is the process: killed while
+it writes, the older output stays as it was and the next run removes the temporary."""
 
 from __future__ import annotations
 
@@ -28,10 +30,7 @@ from polars.testing import assert_frame_equal
 
 from ragframe.cli import main
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
 QUERIES = 3000
 """300,000 candidates: a run of seconds on two workers, time to kill one mid-task."""
 
@@ -119,6 +118,47 @@ def _assert_failed_whole(done: subprocess.CompletedProcess[str], out: Path, lost
     assert list(out.parent.iterdir()) == []  # no output, no temporary
 
 
+# --- local ----------------------------------------------------------------------
+
+
+def test_local_command_killed_mid_write_leaves_the_older_output(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "out" / "blocks.parquet"
+    out.parent.mkdir()
+    older = [*_postprocess_args(inputs, out), "--top-k", "3"]
+    assert main(older) == 0
+    before = out.read_bytes()
+
+    def writing() -> int | None:  # the command's temporary beside the output exists
+        temps = [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}")]
+        return proc_pid[0] if temps else None
+
+    proc_pid: list[int] = []
+    args = [*_postprocess_args(inputs, out), "--rows-per-partition", "20000"]
+    proc = _command(args)
+    proc_pid.append(proc.pid)
+    watcher = threading.Thread(target=lambda: _kill_when(writing, proc))
+    watcher.start()
+    proc.communicate(timeout=300)
+    watcher.join()
+    assert proc.returncode == -signal.SIGKILL, "the command ended before it was killed"
+    assert out.read_bytes() == before
+    assert len(list(out.parent.iterdir())) == 2  # the output and the killed run's temporary
+    assert main(_postprocess_args(inputs, out)) == 0
+    _assert_whole(subprocess.CompletedProcess([], 0), out, inputs[2])
+
+
+def _kill_when(ready: Callable[[], int | None], proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and time.monotonic() < deadline:
+        pid = ready()
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            return
+        time.sleep(0.005)
+
+
 # --- Dask ---------------------------------------------------------------------------
 
 
@@ -163,6 +203,7 @@ def _dask_args(client: Any) -> list[str]:
     return ["--engine", "dask", "--scheduler", client.cluster.scheduler_address]
 
 
+@pytest.mark.slow
 def test_dask_worker_killed_mid_task_the_run_completes(
     inputs: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
@@ -175,6 +216,7 @@ def test_dask_worker_killed_mid_task_the_run_completes(
     _assert_whole(done, out, inputs[2])
 
 
+@pytest.mark.slow
 def test_dask_worker_killed_without_a_retry_the_run_fails_whole(
     inputs: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
@@ -218,6 +260,7 @@ def _ray_busy() -> int | None:
     return None
 
 
+@pytest.mark.slow
 def test_ray_worker_killed_mid_task_the_run_completes(
     inputs: tuple[Path, Path, Path], tmp_path: Path, ray_address: str
 ) -> None:
@@ -229,6 +272,7 @@ def test_ray_worker_killed_mid_task_the_run_completes(
     _assert_whole(done, out, inputs[2])
 
 
+@pytest.mark.slow
 def test_ray_every_try_killed_the_run_fails_whole(
     inputs: tuple[Path, Path, Path], tmp_path: Path, ray_address: str
 ) -> None:
