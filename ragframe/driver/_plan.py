@@ -35,7 +35,7 @@ class Plan:
     @property
     def in_order(self) -> bool:
         """Whether the parts, in order, hold the output in the single-machine order."""
-        return self.highs is not None
+        return self.highs is not None or self.partitions == 1
 
     def step(self, table: pa.Table) -> pa.Table:
         """``table`` with :data:`PART`, its rows' partition."""
