@@ -34,12 +34,10 @@ from typing import Any
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.distributed import _gather
 from ragframe.distributed._dask_engine import DaskEngine
 from ragframe.distributed._gathered import evaluated, swept
 from ragframe.distributed._inputs import config_of, evaluate_options, local_table, one_input
-from ragframe.driver import STAGES, run_stage
-from ragframe.driver._stages import request_order
+from ragframe.driver._run import run_written
 from ragframe.evaluate import SweepResult
 from ragframe.evaluate._runs import Ties
 from ragframe.evaluate._sweep import DEFAULT_METRICS, Grid
@@ -82,19 +80,17 @@ def postprocess(
         path (``output``).
     """
     cfg = config_of(config, PostprocessConfig)
-    engine = DaskEngine(client, retries)
-    ran = run_stage(
-        STAGES["postprocess"],
-        engine,
+    return run_written(
+        "postprocess",
+        DaskEngine(client, retries),
         candidates,
-        options={"config": cfg},
+        {"config": cfg},
         store=chunks,
         broadcast=broadcast,
         partitions=partitions,
         output=output,
-        lazy=not collect,
+        collect=collect,
     )
-    return _gather.blocks_table(ran.result) if collect and output is None else ran.result
 
 
 def fetch(
@@ -115,20 +111,18 @@ def fetch(
     ``collect`` sorts by it and drops it). Arguments as for :func:`postprocess`;
     ``documents`` is the store, ``sizes`` is broadcast."""
     cfg = config_of(config, FetchConfig)
-    engine = DaskEngine(client, retries)
-    ran = run_stage(
-        STAGES["fetch"],
-        engine,
+    sized = None if sizes is None else local_table(sizes)
+    return run_written(
+        "fetch",
+        DaskEngine(client, retries),
         requests,
-        options={"config": cfg, "sizes": None if sizes is None else local_table(sizes)},
+        {"config": cfg, "sizes": sized},
         store=documents,
         broadcast=broadcast,
         partitions=partitions,
         output=output,
-        lazy=not collect,
-        prepare=request_order,
+        collect=collect,
     )
-    return _gather.fetch_table(ran.result) if collect and output is None else ran.result
 
 
 def evaluate(

@@ -27,12 +27,10 @@ from typing import Any
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.distributed import _gather
 from ragframe.distributed._gathered import evaluated, swept
 from ragframe.distributed._inputs import config_of, evaluate_options, local_table, one_input
 from ragframe.distributed._ray_engine import RayEngine
-from ragframe.driver import STAGES, run_stage
-from ragframe.driver._stages import request_order
+from ragframe.driver._run import run_written
 from ragframe.evaluate import SweepResult
 from ragframe.evaluate._runs import Ties
 from ragframe.evaluate._sweep import DEFAULT_METRICS, Grid
@@ -59,18 +57,17 @@ def postprocess(
     sorted by ``(query_id, block_rank)``), the Polars frame (``collect``) or the
     written dataset's path (``output``)."""
     cfg = config_of(config, PostprocessConfig)
-    ran = run_stage(
-        STAGES["postprocess"],
+    return run_written(
+        "postprocess",
         RayEngine(retries),
         candidates,
-        options={"config": cfg},
+        {"config": cfg},
         store=chunks,
         broadcast=broadcast,
         partitions=partitions,
         output=output,
-        lazy=not collect,
+        collect=collect,
     )
-    return _gather.blocks_table(ran.result) if collect and output is None else ran.result
 
 
 def fetch(
@@ -89,19 +86,18 @@ def fetch(
     part in request order (``request_order``, the single-machine output position;
     ``collect`` sorts by it and drops it). Arguments as for :func:`postprocess`."""
     cfg = config_of(config, FetchConfig)
-    ran = run_stage(
-        STAGES["fetch"],
+    sized = None if sizes is None else local_table(sizes)
+    return run_written(
+        "fetch",
         RayEngine(retries),
         requests,
-        options={"config": cfg, "sizes": None if sizes is None else local_table(sizes)},
+        {"config": cfg, "sizes": sized},
         store=documents,
         broadcast=broadcast,
         partitions=partitions,
         output=output,
-        lazy=not collect,
-        prepare=request_order,
+        collect=collect,
     )
-    return _gather.fetch_table(ran.result) if collect and output is None else ran.result
 
 
 def evaluate(

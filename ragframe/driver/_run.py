@@ -44,17 +44,15 @@ def run_stage(
     partitions: int | None = None,
     output: str | os.PathLike[str] | None = None,
     lazy: bool = False,
-    prepare: Any = None,
 ) -> Ran:
     """Run ``stage`` on ``engine`` over ``source`` (``store``: its chunk store or
     documents; ``options``: the piece function's keyword arguments, shared with every
-    worker). ``prepare(engine, rows)``: a step of the driver's before partitioning
-    (fetch's request order). With ``output`` (a folder), every worker writes its part
+    worker). With ``output`` (a folder), every worker writes its part
     there and the folder is committed whole; else the outputs (or, ``lazy``, the
     engine's frame of them) are handed back."""
     rows = engine.rows(source, positioned)
-    if prepare is not None:
-        rows = prepare(engine, rows)
+    if stage.prepare is not None:
+        rows = stage.prepare(engine, rows)
     shared_store, store_rows, empty_store = _store(engine, store, broadcast, stage)
     the_plan = plan(source, stage.key, rows.count, rows.partitions, partitions, engine.workers)
     keyed = engine.then(rows, the_plan.step)
@@ -98,3 +96,37 @@ def _side(engine: Engine, stage: Stage, keyed: Rows, store: Rows, the_plan: Plan
         keys = engine.then(keyed, parts.store_keys)
         return engine.join(keys, store, [ENTITY, CHUNK], n)
     return engine.partition(engine.then(store, the_plan.step), n)
+
+
+def run_written(
+    name: str,
+    engine: Engine,
+    source: Any,
+    options: Mapping[str, Any],
+    *,
+    store: Any,
+    broadcast: bool | None,
+    partitions: int | None,
+    output: str | os.PathLike[str] | None,
+    collect: bool,
+) -> Any:
+    """Stage ``name`` as the engines' public functions give it: the written folder's
+    path (``output``), one Polars frame in the single-machine order (``collect``), or
+    the engine's lazy frame of the parts."""
+    from ragframe.driver._stages import STAGES
+
+    stage = STAGES[name]
+    ran = run_stage(
+        stage,
+        engine,
+        source,
+        options=options,
+        store=store,
+        broadcast=broadcast,
+        partitions=partitions,
+        output=output,
+        lazy=not collect,
+    )
+    if collect and output is None and stage.gather is not None:
+        return stage.gather(ran.result)
+    return ran.result

@@ -30,6 +30,11 @@ class Stage:
     else bucketed by :attr:`key` like the rows (documents)."""
     ordered: bool = False
     """Whether each part is sorted by ``request_order`` (fetch), not by :attr:`key`."""
+    prepare: Callable[[Any, Any], Any] | None = None
+    """``prepare(engine, rows)``: the driver's step before partitioning (fetch's
+    request order)."""
+    gather: Callable[[list[pa.Table]], Any] | None = None
+    """The outputs as one frame in the single-machine order (``collect=True``)."""
 
 
 def _postprocess(rows: pa.Table, store: pa.Table | None, *, config: Any) -> pa.Table:
@@ -55,14 +60,6 @@ def _sweep(
     return parts.sweep_piece(rows, configs, qrels, store)
 
 
-STAGES: dict[str, Stage] = {
-    "postprocess": Stage("postprocess", _postprocess, c.QUERY_ID),
-    "fetch": Stage("fetch", _fetch, c.DOC_ID, joined=False, ordered=True),
-    "evaluate": Stage("evaluate", _evaluate, c.QUERY_ID),
-    "sweep": Stage("sweep", _sweep, c.QUERY_ID),
-}
-
-
 def _select(table: pa.Table, names: Sequence[str]) -> pa.Table:
     return table.select(list(names))
 
@@ -80,3 +77,32 @@ def request_order(engine: Any, rows: Any) -> Any:
     keys = parts.frame(engine.gather(engine.then(rows, _select, names=[*names, POS]))).sort(POS)
     lookup = keys.select(pl.col(POS)).with_columns(order_of(keys)).to_arrow()
     return engine.then(rows, parts.with_order, lookup=engine.share(lookup))
+
+
+def _blocks(tables: list[pa.Table]) -> Any:
+    from ragframe.distributed._gather import blocks_table
+
+    return blocks_table(tables)
+
+
+def _fetched(tables: list[pa.Table]) -> Any:
+    from ragframe.distributed._gather import fetch_table
+
+    return fetch_table(tables)
+
+
+STAGES: dict[str, Stage] = {
+    "postprocess": Stage("postprocess", _postprocess, c.QUERY_ID, gather=_blocks),
+    "fetch": Stage(
+        "fetch",
+        _fetch,
+        c.DOC_ID,
+        joined=False,
+        ordered=True,
+        prepare=request_order,
+        gather=_fetched,
+    ),
+    "evaluate": Stage("evaluate", _evaluate, c.QUERY_ID),
+    "sweep": Stage("sweep", _sweep, c.QUERY_ID),
+}
+"""Every stage the driver runs."""
