@@ -18,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
+from ragframe._unreadable import naming
 from ragframe.dataset._ranges import query_ranges
 from ragframe.distributed._inputs import PART, is_path, parquet_files, partition_count
 from ragframe.distributed._parts import frame, with_part
@@ -56,7 +57,8 @@ def plan(
     n = wanted or partition_count(rows, pieces, workers)
     if key != c.QUERY_ID or not is_path(source) or rows is None or n == 1:
         return Plan(n, None, key)
-    scan = pl.scan_parquet(parquet_files(source)).select(c.QUERY_ID)
-    ranges = query_ranges(scan, max(1, math.ceil(rows / n)))
+    files = parquet_files(source)
+    with naming(files):  # a damaged file: an error naming it, as a worker's read says
+        ranges = query_ranges(pl.scan_parquet(files).select(c.QUERY_ID), math.ceil(rows / n))
     bounds = ranges.bounds or [(None, None)]
     return Plan(len(bounds), [hi for _, hi in bounds[:-1]], key)
