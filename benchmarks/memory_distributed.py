@@ -5,7 +5,7 @@ processes with ``output=`` a folder; the workers write the parts, so the driver 
 process) holds the plan, never the rows. Prints the driver's peak RSS (``ru_maxrss``,
 counted from after the inputs are written: they are made in a child process)::
 
-    python benchmarks/memory_distributed.py --queries 10000   # 1M rows
+    python -m benchmarks.memory_distributed --queries 10000   # 1M rows
 """
 
 from __future__ import annotations
