@@ -3,6 +3,7 @@
 Run (not part of the default test run; needs ``pip install 'ragframe[dask]'``)::
 
     python -m pytest benchmarks/bench_distributed.py -k smoke   # 200 queries, CI smoke
+    python -m pytest benchmarks/bench_distributed.py -k mid     # 10,000 x 100 = 1M rows
     python -m pytest benchmarks/bench_distributed.py -k full    # 100,000 x 100 = 10M rows
 
 The input is the benchmarks' synthetic retrieval output (:mod:`benchmarks._generate`)
@@ -10,9 +11,11 @@ in a seeded random row order, cut into 8 Parquet files of unequal sizes (queries
 across files), and the chunk store in one file. Both sides go from Parquet to Parquet:
 the single process scans the files, runs ``ragframe.postprocess`` and writes one file;
 Dask (a ``LocalCluster`` of 2 worker processes, one thread and one Polars thread each,
-started before the timing, warm) shuffles by query and writes one part per partition.
+started before the timing, warm) runs through :mod:`ragframe.driver`: the driver plans
+ranges of whole queries (a counting pass over ``query_id``), Dask moves the rows into
+them, and each worker writes its partition's part.
 The rounds are interleaved (single, Dask, single, Dask, ...) and the closing line gives
-the medians and their ratio; the issue's bar is Dask <= 2x the single process at 10M
+the medians and their ratio; the issue's bar is Dask <= 1.5x the single process at 10M
 rows on a 2-core machine (the engine's overhead, not a speed-up, is what one machine
 can show). Every round's output is checked equal to the single process's.
 """
@@ -35,9 +38,9 @@ from polars.testing import assert_frame_equal
 import ragframe
 from benchmarks import _generate
 
-SIZES = {"smoke": 200, "full": 100_000}
+SIZES = {"smoke": 200, "mid": 10_000, "full": 100_000}
 """Queries per size (x 100 candidates each)."""
-ROUNDS = {"smoke": 2, "full": 5}
+ROUNDS = {"smoke": 2, "mid": 3, "full": 5}
 CONFIG = ragframe.PostprocessConfig()
 FILES = 8
 _RESULTS: list[str] = []
@@ -111,7 +114,7 @@ def test_dask_against_single_process(
     benchmark.pedantic(lambda: None, rounds=1)  # the timings are the interleaved ones above
     ratio = statistics.median(dask_s) / statistics.median(single_s)
     rows = SIZES[size] * 100
-    verdict = f" (bar <= 2x: {'ok' if ratio <= 2 else 'MISSED'})" if size == "full" else ""
+    verdict = f" (bar <= 1.5x: {'ok' if ratio <= 1.5 else 'MISSED'})" if size == "full" else ""
     _RESULTS.append(
         f"{size:5} {rows:>11,} rows: single {statistics.median(single_s):7.2f} s, "
         f"dask {statistics.median(dask_s):7.2f} s (medians of {ROUNDS[size]}, interleaved), "

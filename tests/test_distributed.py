@@ -341,3 +341,50 @@ def test_cli_engine_equals_local(name: str, tmp_path: Path) -> None:
     assert main([*args, "-o", os.fspath(tmp_path / "e.parquet"), "--engine", name]) == 0
     got, want = (pl.read_parquet(tmp_path / f) for f in ("e.parquet", "local.parquet"))
     assert_frame_equal(got, want)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ENGINES)
+def test_cli_engine_workers_write_every_output_as_local(
+    name: str, cranfield: Path, tmp_path: Path
+) -> None:
+    """On an engine the workers write the parts and the driver commits them: a file, a
+    directory of parts and fetch's request order all equal the local run, and nothing
+    but the outputs is left in the folder."""
+    pytest.importorskip("distributed" if name == "dask" else "ray")
+    from ragframe.cli import main
+
+    results, chunks = str(cranfield / "results_minilm.parquet"), str(cranfield / "chunks.parquet")
+    args = ["postprocess", results, "--chunks", chunks, "-q"]
+    assert main([*args, "-o", os.fspath(tmp_path / "local.parquet")]) == 0
+    engine = ["--engine", name, "--partitions", "3"]
+    assert main([*args, "-o", os.fspath(tmp_path / "e.parquet"), *engine]) == 0
+    assert main([*args, "-o", os.fspath(tmp_path / "parts") + "/", *engine]) == 0
+    want = pl.read_parquet(tmp_path / "local.parquet")
+    assert_frame_equal(pl.read_parquet(tmp_path / "e.parquet"), want)
+    parts = sorted(glob.glob(os.fspath(tmp_path / "parts" / "part-*.parquet")))
+    assert len(parts) == 3
+    assert_frame_equal(pl.read_parquet(parts), want)  # the parts, in order, are the output
+    queries = pl.read_parquet(cranfield / "queries.parquet")
+    requests = (
+        pl.read_parquet(results)
+        .filter(pl.col(c.RANK) <= 5)
+        .join(queries.select(c.QUERY_ID, pl.col("text").alias(c.QUERY)), on=c.QUERY_ID)
+        .select(c.QUERY_ID, c.QUERY, c.DOC_ID, c.RANK)
+    )
+    requests.write_parquet(tmp_path / "requests.parquet")
+    docs = os.fspath(cranfield / "docs.parquet")
+    fetch = ["fetch", os.fspath(tmp_path / "requests.parquet"), docs, "-q"]
+    assert main([*fetch, "-o", os.fspath(tmp_path / "flocal.parquet")]) == 0
+    assert main([*fetch, "-o", os.fspath(tmp_path / "fe.parquet"), *engine]) == 0
+    got, local = (pl.read_parquet(tmp_path / f) for f in ("fe.parquet", "flocal.parquet"))
+    assert_frame_equal(got, local)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [
+        "e.parquet",
+        "fe.parquet",
+        "flocal.parquet",
+        "local.parquet",
+        "parts",
+        "requests.parquet",
+    ]

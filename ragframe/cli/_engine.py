@@ -1,18 +1,22 @@
 """``--engine local|dask|ray`` for ``postprocess``, ``fetch``, ``evaluate`` and
 ``sweep``: the options, the cluster (connected to, or started on this machine for the
-run), and each command run by :mod:`ragframe.distributed` with the same output file
-(written atomically, in the single-machine order) and the same summary."""
+run), and each command run by :mod:`ragframe.distributed` with the same output and the
+same summary. The workers write the parts (:mod:`ragframe.driver`); a directory output
+is committed as they wrote it, a file is streamed from the parts by the driver one
+partition (or one range of request order) at a time, never gathered whole."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragframe import io
+from ragframe import _atomic, io
 from ragframe import schema as c
 from ragframe.cli._common import integer
 from ragframe.cli._options import config_from_args
@@ -160,43 +164,79 @@ def run_on_engine(args: argparse.Namespace, command: str) -> dict[str, Any]:
     return summary
 
 
+@contextmanager
+def _parts(destination: str) -> Iterator[Path]:
+    """A temporary folder beside ``destination`` for the workers' parts, removed at the
+    end (on an error and on a signal too)."""
+    beside = Path(tempfile.gettempdir()) / "ragframe-run" if destination == io.STDIO else None
+    folder = _atomic.temp_name(beside or Path(os.path.realpath(destination)))
+    _atomic.WRITING.add(folder)
+    try:
+        yield folder
+    finally:
+        _atomic.remove(folder)
+
+
 def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Workers write the parts; a directory output is committed as they wrote it, a file
+    (or ``-``) is made from them by :func:`ragframe.driver._commit.assemble`."""
+    import polars as pl
+
+    from ragframe.driver import _commit
     from ragframe.postprocess import PostprocessConfig
 
     config = config_from_args(PostprocessConfig, args)
-    blocks = engine.postprocess(
-        _parquet(args.results, "RESULTS"),
-        config,
-        chunks=_parquet(args.chunks, "--chunks"),
-        collect=True,
-        partitions=args.partitions,
-    )
-    io.write_table(blocks, args.output)
+    results, chunks = _parquet(args.results, "RESULTS"), _parquet(args.chunks, "--chunks")
+    run = {"config": config, "chunks": chunks, "partitions": args.partitions}
+    with _parts(args.output) as folder:
+        if io.is_directory(args.output):
+            written = Path(engine.postprocess(results, output=args.output, **run))
+        else:
+            written = Path(engine.postprocess(results, output=folder, **run))
+            _commit.assemble(written, args.output, ordered=False)
+        scan = pl.scan_parquet(_commit.part_files(written), hive_partitioning=False)
+        found = (
+            scan.select(
+                pl.col(c.QUERY_ID).n_unique(),
+                pl.len(),
+                pl.col(c.CHAR_COUNT).sum(),
+                pl.col(c.TRUNCATED).sum(),
+            )
+            .collect(engine="streaming")
+            .row(0)
+        )
     return {
-        "queries with blocks": blocks[c.QUERY_ID].n_unique(),
-        "blocks out": blocks.height,
-        "characters out": int(blocks[c.CHAR_COUNT].sum()),
-        "truncated blocks": int(blocks[c.TRUNCATED].sum()),
+        "queries with blocks": found[0],
+        "blocks out": found[1],
+        "characters out": int(found[2] or 0),
+        "truncated blocks": int(found[3] or 0),
         "output": str(args.output),
     }
 
 
 def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Workers write the parts (each in request order); the driver merges them into the
+    output a range of request order at a time."""
+    import polars as pl
+
+    from ragframe.driver import _commit
     from ragframe.fetch import FetchConfig
 
     config = config_from_args(FetchConfig, args)
-    out = engine.fetch(
-        _parquet(args.requests, "REQUESTS"),
-        _parquet(args.documents, "DOCUMENTS"),
-        config,
-        sizes=args.sizes,
-        collect=True,
-        partitions=args.partitions,
-    )
-    io.write_table(out, args.output)
-    counts = out[c.STRATEGY].value_counts()
-    per = dict(zip(counts[c.STRATEGY].to_list(), counts["count"].to_list(), strict=True))
-    return {"rows": out.height, **per, "output": args.output}
+    with _parts(args.output) as folder:
+        written = engine.fetch(
+            _parquet(args.requests, "REQUESTS"),
+            _parquet(args.documents, "DOCUMENTS"),
+            config,
+            sizes=args.sizes,
+            output=folder,
+            partitions=args.partitions,
+        )
+        _commit.assemble(Path(written), args.output, ordered=True)
+        scan = pl.scan_parquet(_commit.part_files(Path(written)), hive_partitioning=False)
+        counts = scan.group_by(c.STRATEGY).len().collect(engine="streaming")
+    per = dict(zip(counts[c.STRATEGY].to_list(), counts["len"].to_list(), strict=True))
+    return {"rows": int(sum(per.values())), **per, "output": args.output}
 
 
 def evaluate_on_engine(args: argparse.Namespace, qrels: Any) -> Any:

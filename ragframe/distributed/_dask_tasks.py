@@ -137,8 +137,8 @@ def joined_store(shuffled_keys_from: Any, store: Any, partitions: int) -> Any:
 def task(work: Callable[..., pa.Table]) -> Callable[..., pa.Table]:
     """``work`` over Arrow tables, called with the pandas partitions Dask hands over."""
 
-    def run(*args: Any) -> pa.Table:
-        return work(*(arrow(a) if _is_pandas(a) else a for a in args))
+    def run(*args: Any, **kwargs: Any) -> pa.Table:
+        return work(*(arrow(a) if _is_pandas(a) else a for a in args), **kwargs)
 
     run.__name__ = run.__qualname__ = f"ragframe-{work.__name__}"
     return run

@@ -13,9 +13,8 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.distributed import _output
 from ragframe.distributed import _parts as parts
-from ragframe.distributed._inputs import PART, read_parquet, read_piece
+from ragframe.distributed._inputs import PART, read_parquet
 
 SIDE = c.TMP + "side"
 """0: the group's own rows (candidates, requests), 1: the store rows it needs."""
@@ -30,23 +29,13 @@ def resolve(value: Any) -> Any:
     return ray.get(value) if isinstance(value, ray.ObjectRef) else value
 
 
-def read_batch(
-    batch: pa.Table, keyed: Callable[[pa.Table, int], pa.Table] | None = None
-) -> pa.Table:
-    """The pieces named by ``batch`` (``path``, ``number``), positioned (``keyed``: a
-    store's positions instead)."""
+def read_batch(batch: pa.Table, keyed: Callable[[pa.Table, int], pa.Table]) -> pa.Table:
+    """The pieces named by ``batch`` (``path``, ``number``), each through ``keyed``
+    (its rows' positions)."""
     got = []
     for path, number in zip(batch["path"].to_pylist(), batch["number"].to_pylist(), strict=True):
-        if keyed is None:
-            got.append(read_piece(path, number))
-        else:
-            got.append(keyed(read_parquet(path), number))
+        got.append(keyed(read_parquet(path), number))
     return pa.concat_tables(got)
-
-
-def with_part(batch: pa.Table, partitions: int, on: str) -> pa.Table:
-    """The batch with :data:`PART`."""
-    return parts.with_part(batch, partitions, on)
 
 
 def envelope(batch: pa.Table, side: int, schema: pa.Schema) -> pa.Table:
@@ -68,7 +57,7 @@ def envelope_schema(own: pa.Schema, store: pa.Schema) -> pa.Schema:
     return pa.schema([*fields, pa.field(SIDE, pa.int8())])
 
 
-def _split(batch: pa.Table) -> tuple[pa.Table, pa.Table]:
+def split(batch: pa.Table) -> tuple[pa.Table, pa.Table]:
     rows = parts.frame(batch)
     own = rows.filter(pl.col(SIDE) == 0).select(
         n for n in rows.columns if not n.startswith(STORE) and n != SIDE
@@ -77,35 +66,3 @@ def _split(batch: pa.Table) -> tuple[pa.Table, pa.Table]:
     return own.to_arrow(), store.rename(
         {n: n.removeprefix(STORE) for n in store.columns}
     ).to_arrow()
-
-
-def run_group(
-    batch: pa.Table,
-    *,
-    work: Callable[..., pa.Table],
-    store_name: str,
-    store: Any = None,
-    joined: bool = False,
-    folder: str | None = None,
-    **kwargs: Any,
-) -> pa.Table:
-    """One bucket's rows through ``work`` (a piece function of :mod:`._parts`), the
-    store (``store_name``) broadcast or, ``joined``, carried in the batch. With
-    ``folder``, the part is written there (``part-<bucket>.parquet``; a retried task
-    rewrites it) and a one-row count returned."""
-    number = int(batch[PART][0].as_py()) if batch.num_rows else 0
-    own, given = _split(batch) if joined else (batch, resolve(store))
-    out = work(own, **{store_name: given}, **{k: resolve(v) for k, v in kwargs.items()})
-    if folder is None:
-        return out
-    return pa.table({"rows": [_output.write_part(out, folder, number)]})
-
-
-def with_order(batch: pa.Table, lookup: Any) -> pa.Table:
-    """:func:`._parts.with_order` with the broadcast lookup."""
-    return parts.with_order(batch, resolve(lookup))
-
-
-def apply(batch: pa.Table, function: Callable[[pa.Table], pa.Table]) -> pa.Table:
-    """``function`` of the batch (a one-argument step of :mod:`._parts`)."""
-    return function(batch)

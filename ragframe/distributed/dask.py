@@ -34,30 +34,13 @@ from typing import Any
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.distributed import _dask_tasks as t
-from ragframe.distributed import _gather
-from ragframe.distributed import _parts as parts
-from ragframe.distributed._dask_run import (
-    Run,
-    candidates_by_query,
-    chunk_parts,
-    delayed,
-    finish,
-    store_arg,
-    with_request_order,
-)
-from ragframe.distributed._inputs import (
-    config_of,
-    evaluate_options,
-    local_table,
-    offsets_of,
-    one_input,
-    partition_count,
-)
+from ragframe.distributed._dask_engine import DaskEngine
+from ragframe.distributed._gathered import evaluated, swept
+from ragframe.distributed._inputs import config_of, evaluate_options, local_table, one_input
+from ragframe.driver._run import run_written
 from ragframe.evaluate import SweepResult
-from ragframe.evaluate._qrels import judgements
 from ragframe.evaluate._runs import Ties
-from ragframe.evaluate._sweep import DEFAULT_METRICS, Grid, chosen, configurations
+from ragframe.evaluate._sweep import DEFAULT_METRICS, Grid
 from ragframe.fetch import FetchConfig
 from ragframe.postprocess import PostprocessConfig
 
@@ -97,13 +80,17 @@ def postprocess(
         path (``output``).
     """
     cfg = config_of(config, PostprocessConfig)
-    run = Run(client, retries)
-    keyed, shuffled, n = candidates_by_query(run, candidates, partitions)
-    stores, empty_store = chunk_parts(run, chunks, keyed, n, broadcast)
-    empty = parts.postprocess_piece(t.schema(shuffled).empty_table(), cfg, empty_store)
-    work = delayed(parts.postprocess_piece)
-    tables = [work(p, cfg, s) for p, s in zip(t.delayed_parts(shuffled), stores, strict=True)]
-    return finish(run, tables, empty, output, collect, "postprocess")
+    return run_written(
+        "postprocess",
+        DaskEngine(client, retries),
+        candidates,
+        {"config": cfg},
+        store=chunks,
+        broadcast=broadcast,
+        partitions=partitions,
+        output=output,
+        collect=collect,
+    )
 
 
 def fetch(
@@ -124,25 +111,18 @@ def fetch(
     ``collect`` sorts by it and drops it). Arguments as for :func:`postprocess`;
     ``documents`` is the store, ``sizes`` is broadcast."""
     cfg = config_of(config, FetchConfig)
-    run = Run(client, retries)
-    frame, rows = t.frame_of(requests)
-    n = partitions or partition_count(rows, frame.npartitions, run.workers)
-    ordered = with_request_order(run, frame)
-    keyed = t.keyed(ordered, n, c.DOC_ID)
-    shuffled = t.by_part(keyed, n)
-    shared, empty_docs = store_arg(run, documents, broadcast)
-    docs: Sequence[Any] = [shared] * n
-    if shared is None:
-        store, _ = t.frame_of(documents, parts.store_positioned)
-        docs_by_part = t.shuffled(store, n, c.DOC_ID)
-        docs, empty_docs = t.delayed_parts(docs_by_part), t.schema(docs_by_part).empty_table()
     sized = None if sizes is None else local_table(sizes)
-    empty = parts.fetch_piece(t.schema(shuffled).empty_table(), empty_docs, cfg, sized)
-    work, shared_sizes = delayed(parts.fetch_piece), run.share(sized)
-    tables = [
-        work(p, d, cfg, shared_sizes) for p, d in zip(t.delayed_parts(shuffled), docs, strict=True)
-    ]
-    return finish(run, tables, empty, output, collect, "fetch")
+    return run_written(
+        "fetch",
+        DaskEngine(client, retries),
+        requests,
+        {"config": cfg, "sizes": sized},
+        store=documents,
+        broadcast=broadcast,
+        partitions=partitions,
+        output=output,
+        collect=collect,
+    )
 
 
 def evaluate(
@@ -165,20 +145,14 @@ def evaluate(
     ``candidates`` or ``blocks`` (Dask frames or Parquet files), one of them; ``qrels``
     and the chunk store's offsets are broadcast."""
     source, is_blocks = one_input(candidates, blocks)
-    run = Run(client, retries)
-    judged = judgements(qrels)
-    _, shuffled, _n = candidates_by_query(run, source, partitions)
-    options = evaluate_options(k, max_blocks, max_characters, max_tokens, ties)
-    offsets = offsets_of(chunks)
-    empty_offsets = None if offsets is None else offsets.slice(0, 0)
-    empty = t.schema(shuffled).empty_table()
-    parts.evaluate_piece(empty, judged, is_blocks, options, empty_offsets)  # bad input fails here
-    work, shared, store = delayed(parts.evaluate_piece), run.share(judged), run.share(offsets)
-    tables = run.compute(
-        [work(p, shared, is_blocks, options, store) for p in t.delayed_parts(shuffled)]
-    )
-    return _gather.evaluate_table(
-        tables, judged, empty.schema, blocks=is_blocks, options={**options, "chunks": empty_offsets}
+    return evaluated(
+        DaskEngine(client, retries),
+        qrels,
+        source,
+        is_blocks,
+        chunks,
+        partitions,
+        evaluate_options(k, max_blocks, max_characters, max_tokens, ties),
     )
 
 
@@ -201,26 +175,17 @@ def sweep(
     """:func:`ragframe.sweep` on Dask: each partition's per-(configuration, query) rows
     (:func:`ragframe.partition.sweep_part`), the summary computed on the driver from all
     of them by the single-machine code; equal to ``ragframe.sweep(...)``."""
-    configs, _ = configurations(grid)
-    metric, cost, metrics = chosen(configs, metric, cost, metrics)
-    run = Run(client, retries)
-    judged = judgements(qrels)
-    keyed, shuffled, n = candidates_by_query(run, candidates, partitions)
-    stores, empty_store = chunk_parts(run, chunks, keyed, n, broadcast)
-    empty = t.schema(shuffled).empty_table()
-    work, shared = delayed(parts.sweep_piece), run.share(judged)
-    pieces = zip(t.delayed_parts(shuffled), stores, strict=True)
-    tables = run.compute([work(p, configs, shared, s) for p, s in pieces])
-    store_schema = None if empty_store is None else parts.restored(empty_store).to_arrow().schema
-    return _gather.sweep_table(
-        tables,
-        configs,
-        judged,
-        empty.schema,
-        chunks=store_schema,
+    return swept(
+        DaskEngine(client, retries),
+        candidates,
+        grid,
+        qrels,
+        chunks=chunks,
         baseline=baseline,
         metric=metric,
         cost=cost,
         metrics=metrics,
         seed=seed,
+        partitions=partitions,
+        broadcast=broadcast,
     )

@@ -1,0 +1,80 @@
+"""What each engine implements: the few operations that differ between Dask and Ray.
+Everything else (planning, stores, checks, commit) is the driver's (:mod:`._run`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+Step = Callable[..., pa.Table]
+"""A piece of rows (Arrow) and shared values -> a piece of rows (a row-wise step)."""
+Keyed = Callable[[pa.Table, int], pa.Table]
+"""Piece ``number`` of an input -> the piece with its rows' positions."""
+Work = Callable[..., pa.Table]
+"""``work(own, side, number, **shared)``: one partition's output (or its one-row count
+when the worker wrote it)."""
+
+
+@dataclass(frozen=True)
+class Rows:
+    """An input on an engine: its native rows, the Arrow schema of their pieces, the row
+    count where known without reading, and the partitions they were moved into."""
+
+    native: Any
+    schema: pa.Schema
+    count: int | None = None
+    partitions: int = 1
+
+    def empty(self) -> pa.Table:
+        return self.schema.empty_table()
+
+
+class Engine(Protocol):
+    """One engine: Dask (:mod:`ragframe.distributed._dask_engine`) or Ray
+    (:mod:`ragframe.distributed._ray_engine`)."""
+
+    name: str
+    workers: int
+    """How many workers run partitions (partition counts are a multiple of it)."""
+
+    def rows(self, source: Any, keyed: Keyed) -> Rows:
+        """``source`` (Parquet files, one piece each, or the engine's own frame) as rows,
+        each piece through ``keyed``."""
+        ...
+
+    def then(self, rows: Rows, step: Step, **shared: Any) -> Rows:
+        """Every piece through ``step`` (``shared``: values from :meth:`share`)."""
+        ...
+
+    def partition(self, rows: Rows, n: int) -> Rows:
+        """Move the rows into ``n`` partitions by their partition column: partition
+        ``i`` holds every row of number ``i``."""
+        ...
+
+    def join(self, keys: Rows, store: Rows, on: list[str], n: int) -> Rows:
+        """The ``store`` rows matching ``keys`` (which carry the partition column) on
+        ``on``, moved into the ``n`` partitions of their keys."""
+        ...
+
+    def share(self, value: Any) -> Any:
+        """``value`` sent once to every worker (None stays None)."""
+        ...
+
+    def gather(self, rows: Rows) -> pa.Table:
+        """Every row on the driver (small inputs only: keys)."""
+        ...
+
+    def run(
+        self,
+        work: Work,
+        own: Rows,
+        side: Rows | None,
+        shared: Mapping[str, Any],
+        lazy: pa.Table | None,
+    ) -> Any:
+        """``work`` on every partition (lost tasks run again): the list of outputs, or,
+        given ``lazy`` (the empty output), the engine's own frame of them."""
+        ...

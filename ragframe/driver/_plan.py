@@ -1,0 +1,64 @@
+"""The driver's plan of partitions, the same for every engine.
+
+A stage keyed by query, over Parquet files, gets **ranges of whole queries**: one
+streaming pass over the files' ``query_id`` column counts each query's rows and cuts the
+sorted queries into ranges (:func:`ragframe.dataset._ranges.query_ranges`, the local
+runner's), so partition ``k`` holds the queries of range ``k``: the parts, in order,
+are the output in the single-machine order, and a file output is their concatenation.
+An engine's own frame (its row count unknown to the driver) and fetch (whole
+documents) get **hash buckets** (:func:`ragframe.partition.bucket`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from ragframe import schema as c
+from ragframe._unreadable import naming
+from ragframe.dataset._ranges import query_ranges
+from ragframe.distributed._inputs import PART, is_path, parquet_files, partition_count
+from ragframe.distributed._parts import frame, with_part
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many partitions, and the step giving each row its partition."""
+
+    partitions: int
+    highs: list[Any] | None
+    """Each range's last query but the last range's (None: hash buckets)."""
+    key: str
+
+    @property
+    def in_order(self) -> bool:
+        """Whether the parts, in order, hold the output in the single-machine order."""
+        return self.highs is not None or self.partitions == 1
+
+    def step(self, table: pa.Table) -> pa.Table:
+        """``table`` with :data:`PART`, its rows' partition."""
+        if self.highs is None:
+            return with_part(table, self.partitions, self.key)
+        rows = frame(table)
+        ids = pl.col(c.QUERY_ID)
+        highs = pl.Series(self.highs, dtype=rows.schema[c.QUERY_ID])
+        part = pl.lit(highs).search_sorted(ids, side="left").cast(pl.Int64)
+        return rows.with_columns(part.fill_null(0).alias(PART)).to_arrow()
+
+
+def plan(
+    source: Any, key: str, rows: int | None, pieces: int, wanted: int | None, workers: int
+) -> Plan:
+    """The partitions of ``source`` (``rows``: its row count where known, else as many as
+    its ``pieces``): ``wanted``, or from the row count, a multiple of the workers."""
+    n = wanted or partition_count(rows, pieces, workers)
+    if key != c.QUERY_ID or not is_path(source) or rows is None or n == 1:
+        return Plan(n, None, key)
+    files = parquet_files(source)
+    with naming(files):  # a damaged file: an error naming it, as a worker's read says
+        ranges = query_ranges(pl.scan_parquet(files).select(c.QUERY_ID), math.ceil(rows / n))
+    bounds = ranges.bounds or [(None, None)]
+    return Plan(len(bounds), [hi for _, hi in bounds[:-1]], key)
