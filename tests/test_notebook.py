@@ -160,9 +160,12 @@ def _kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "ragframe-test"
 
 
-def test_a_real_kernel_shows_the_tables_a_plot_and_a_progress_widget(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _executed(
+    cells: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> list[list[dict[str, Any]]]:
+    """The outputs of each of ``cells`` (``{data}``: the bundled data's folder) run in
+    order by a real kernel, none of which may fail; skipped without the kernel's
+    packages."""
     for needed in ("ipykernel", "ipywidgets", "matplotlib"):  # the kernel's, not imported
         if importlib.util.find_spec(needed) is None:  # here (no IPython in this process)
             pytest.skip(f"{needed} is not installed (pip install -e '.[test]')")
@@ -170,11 +173,23 @@ def test_a_real_kernel_shows_the_tables_a_plot_and_a_progress_widget(
     nbclient = pytest.importorskip("nbclient")
     name = _kernel(tmp_path, monkeypatch)
     book = nbformat.v4.new_notebook()
-    book.cells = [nbformat.v4.new_code_cell(s.format(data=str(DATA))) for s in CELLS]
+    book.cells = [nbformat.v4.new_code_cell(s.format(data=str(DATA))) for s in cells]
     nbclient.NotebookClient(book, timeout=120, kernel_name=name, allow_errors=True).execute()
     outputs: list[list[dict[str, Any]]] = [cell.outputs for cell in book.cells]
     errors = [o for cell in outputs for o in cell if o["output_type"] == "error"]
     assert not errors, [f"{e['ename']}: {e['evalue']}" for e in errors]
+    return outputs
+
+
+def _streams(outputs: list[dict[str, Any]]) -> str:
+    """What a cell wrote to its standard output and error."""
+    return "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
+
+
+def test_a_real_kernel_shows_the_tables_a_plot_and_a_progress_widget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outputs = _executed(CELLS, tmp_path, monkeypatch)
 
     def shown(cell: int, kind: str) -> list[str]:
         return [str(o["data"][kind]) for o in outputs[cell] if kind in o.get("data", {})]
@@ -183,8 +198,22 @@ def test_a_real_kernel_shows_the_tables_a_plot_and_a_progress_widget(
     assert any("Best context_recall" in s and "<table>" in s for s in swept)
     widgets = shown(1, "application/vnd.jupyter.widget-view+json")
     assert widgets, "the sweep's progress is a notebook widget"
-    streams = "".join(o.get("text", "") for o in outputs[1] if o["output_type"] == "stream")
-    assert "sweep" not in streams  # no text bar besides the widget
+    assert "sweep" not in _streams(outputs[1])  # no text bar besides the widget
     summary = shown(2, "text/html")
     assert any("<table" in s and "context_recall" in s for s in summary)
     assert shown(3, "image/png"), "the plot renders inline"
+
+
+def test_a_kernel_without_ipywidgets_shows_progress_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``progress=None`` in a kernel where ``ipywidgets`` cannot be imported: a text
+    bar in the cell's output (a kernel's streams are no terminal, yet someone watches
+    them), not silence and not a widget."""
+    hidden = "import sys\nsys.modules['ipywidgets'] = None  # as if it were not installed\n"
+    cells = [hidden + CELLS[0], CELLS[1].replace("progress=True", "progress=None")]
+    outputs = _executed(cells, tmp_path, monkeypatch)
+    kinds = {kind for o in outputs[1] for kind in o.get("data", {})}
+    assert "application/vnd.jupyter.widget-view+json" not in kinds
+    assert "sweep: 100%" in _streams(outputs[1])
+    assert "text/html" in kinds  # the table still shows

@@ -2,18 +2,37 @@
 stage's own counts, elapsed and remaining time.
 
 ``progress=None`` (the default) shows it where someone watches: on a terminal (standard
-error), or as a widget in a notebook (``tqdm.auto``); it is off when standard error is
-not a terminal (a log, a pipe, a test). ``True`` shows it anyway, ``False`` never.
+error), or in a Jupyter kernel, whose streams are no terminal but are watched: a widget
+there (``tqdm.auto``, with ``ipywidgets``), else text in the cell's output. It is off
+when standard error is not a terminal (a log, a pipe, a test). ``True`` shows it anyway,
+``False`` never.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
 from tqdm.auto import tqdm
+
+
+def in_kernel() -> bool:
+    """Whether this process is a Jupyter kernel (IPython's ZMQ shell is running), not
+    a terminal or a terminal IPython."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)()
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def disabled(shown: bool | None) -> bool | None:
+    """tqdm's ``disable`` for ``shown``: None leaves it to tqdm (off unless standard
+    error is a terminal) except in a Jupyter kernel, where the bar is shown."""
+    if shown is None:
+        return False if in_kernel() else None
+    return not shown
 
 
 class Progress:
@@ -29,7 +48,7 @@ class Progress:
             unit=unit,
             unit_scale=True,
             dynamic_ncols=True,
-            disable=None if shown is None else not shown,
+            disable=disabled(shown),
         )
 
     def __enter__(self) -> Progress:
@@ -70,7 +89,7 @@ def steps(what: str, total: int, shown: bool | None) -> Iterator[Any]:
         desc=what,
         unit="step",
         dynamic_ncols=True,
-        disable=None if shown is None else False,
+        disable=disabled(shown),
     )
     try:
         yield bar
