@@ -260,12 +260,24 @@ def check(uri: str, directory: bool) -> None:
                 )
         if directory and info.type == pafs.FileType.File:
             raise RagframeError(f"cannot write {uri}: it is a file; expected a folder")
-        probe = temp_key(path)
+        probe = temp_key(f"{_first_existing(fs, path)}/{path.rpartition('/')[2]}")
         with fs.open_output_stream(probe):
             pass
         fs.delete_file(probe)
     except (pa.ArrowException, OSError) as exc:
         raise RagframeError(f"cannot write {uri}: {_first_line(exc)}") from exc
+
+
+def _first_existing(fs: Any, path: str) -> str:
+    """The nearest folder above ``path`` that exists (the bucket, at the top): a probe
+    there leaves no folder marker behind when it is removed, as one in a new folder
+    would on S3."""
+    import pyarrow.fs as pafs
+
+    folder = path.rpartition("/")[0]
+    while "/" in folder.strip("/") and fs.get_file_info(folder).type != pafs.FileType.Directory:
+        folder = folder.rpartition("/")[0]
+    return folder
 
 
 def _foreign(fs: Any, path: str) -> str | None:
@@ -296,7 +308,7 @@ def upload(written: Path, uri: str) -> None:
             _upload_parts(fs, written, temp, path)
         else:
             _put(fs, written, temp)
-            fs.move(temp, path)
+            _move(fs, temp, path)
     except (pa.ArrowException, OSError) as exc:
         _delete(fs, temp)
         raise RagframeError(f"cannot write {uri}: {_first_line(exc)}") from exc
@@ -316,8 +328,13 @@ def _upload_parts(fs: Any, written: Path, temp: str, path: str) -> None:
             if _atomic.PART.match(entry.base_name) and entry.base_name not in parts:
                 fs.delete_file(entry.path)  # a part the new output does not have
     for name in parts:
-        fs.move(f"{temp}/{name}", f"{path}/{name}")
+        _move(fs, f"{temp}/{name}", f"{path}/{name}")
     _delete(fs, temp)
+
+
+def _move(fs: Any, source: str, target: str) -> None:
+    """Move one object onto ``target`` (S3: a copy, whole or not at all, then a delete)."""
+    fs.move(source, target)
 
 
 def _put(fs: Any, file: Path, key: str) -> None:
