@@ -1,26 +1,25 @@
 """Inputs and outputs named by URI: ``s3://``, ``gs://``, ``hdfs://`` and the other
 schemes pyarrow's filesystems know, any other scheme fsspec knows (``memory://``,
-``az://``, ...), and ``file://`` (a local path).
-
-Credentials, regions and endpoints come from the usual environment of each
-filesystem: for S3, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
-``AWS_SESSION_TOKEN``, ``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL`` (an S3-compatible
-server), ``AWS_PROFILE`` and ``~/.aws``; for GCS, ``GOOGLE_APPLICATION_CREDENTIALS``.
+``az://``, ...), and ``file://`` (a local path). Credentials, regions and endpoints come
+from each filesystem's usual environment: for S3, ``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_DEFAULT_REGION``,
+``AWS_ENDPOINT_URL`` (an S3-compatible server), ``AWS_PROFILE``, ``~/.aws``; for GCS,
+``GOOGLE_APPLICATION_CREDENTIALS``.
 
 Reading: a remote input (a file, a folder, a glob) is copied to a local temporary
 folder first, as standard input is, and read from there exactly as a local input is
-read (the same formats, checks and messages, naming the URI). The copies are removed
-when the process exits (or on a signal).
+(the same formats, checks and messages, naming the URI); the copies are removed at exit
+or on a signal. An engine's workers read their own pieces (:func:`remote_files`,
+:func:`read_bytes`), with the credentials of their own environment.
 
-Writing: a remote output is written locally first, as a local output is, then
-uploaded to a temporary key beside the target (``.<name>.ragframe-tmp-<pid>-<random>``)
-and moved onto the target, so the target appears whole or not at all (a file over
-5 GB cannot be moved on S3: CopyObject's limit; that is an error, nothing written). A
-directory output (``.../``) is uploaded part by part to a temporary prefix; its parts
-then replace the old ones (object stores cannot rename a prefix, so readers may see
-the parts appear one by one during that last step; a failure removes what was
-uploaded). Failures, a missing bucket and a denied write included, are a
-:class:`RagframeError` naming the URI.
+Writing: a remote output is written locally first, then uploaded to a temporary key
+beside the target (``.<name>.ragframe-tmp-<pid>-<random>``) and moved onto it, so the
+target appears whole or not at all (S3 cannot move a file over 5 GB: an error, nothing
+written). A directory output (``.../``) is uploaded part by part to a temporary prefix;
+its parts then replace the old ones (a prefix cannot be renamed, so readers may see the
+parts appear one by one in that last step; a failure removes what was uploaded).
+Failures, a missing bucket and a denied write included, are a :class:`RagframeError`
+naming the URI.
 """
 
 from __future__ import annotations
@@ -99,10 +98,7 @@ def filesystem(uri: str) -> tuple[Any, str]:
         import fsspec
         from fsspec.core import url_to_fs
     except ImportError:
-        raise RagframeError(
-            f"no filesystem for {uri}: pyarrow does not know '{scheme(uri)}://'; "
-            "pip install fsspec (and the package for the scheme, e.g. adlfs)"
-        ) from None
+        raise RagframeError(f"no filesystem for {uri}: pip install fsspec") from None
     try:
         fs, path = url_to_fs(uri)
     except (ValueError, ImportError, OSError) as exc:
@@ -139,15 +135,8 @@ def fetch(uri: str) -> str:
         RagframeError: the filesystem cannot be reached or read.
     """
     import pyarrow as pa
-    import pyarrow.fs as pafs
 
-    fs, path = filesystem(uri)
-    trailing = "/" if uri.endswith("/") else ""
-    path = path.rstrip("/")
-    base = _fixed_part(path)
-    rest = path[len(base) :].lstrip("/")  # the glob after the fixed folders
-    given = uri.rstrip("/")
-    uri_base = given[: len(given) - len(rest)].rstrip("/") if rest else given
+    fs, uri_base, rest, found = _listing(uri)
     uri_parent, _, name = uri_base.rpartition("/")
     home = Path(tempfile.mkdtemp(prefix="ragframe-remote-"))
     _atomic.WRITING.add(home)  # removed on a signal, or at exit
@@ -155,18 +144,71 @@ def fetch(uri: str) -> str:
     SPOOLS[f"{home}/"] = f"{uri_parent}/"
     copy = home / name
     try:
-        info = fs.get_file_info(base)
-        if info.type == pafs.FileType.File:
-            _download(fs, base, copy)
-        elif info.type == pafs.FileType.Directory:
-            for entry in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
-                relative = entry.path[len(base) :].lstrip("/")
-                if entry.type == pafs.FileType.File and (not rest or _matches(rest, relative)):
-                    _download(fs, entry.path, copy / relative)
+        for path, relative in found or []:
+            _download(fs, path, copy / relative if relative else copy)
+        if found is not None and not (found and not found[0][1]):  # a folder, maybe empty
             copy.mkdir(exist_ok=True)
     except (pa.ArrowException, OSError) as exc:
         raise RagframeError(f"cannot read {uri}: {_first_line(exc)}") from exc
-    return (os.path.join(copy, rest) if rest else str(copy)) + trailing
+    return (os.path.join(copy, rest) if rest else str(copy)) + ("/" if uri.endswith("/") else "")
+
+
+def remote_files(uri: str) -> list[str]:
+    """The URIs of the files of the remote input ``uri``: itself (a file), a folder's
+    files (recursively), or those a glob matches; sorted, hidden names (``.*``, ``_*``)
+    skipped in folders. Empty when nothing is there.
+
+    Raises:
+        RagframeError: the filesystem cannot be reached or read.
+    """
+    _, uri_base, _, found = _listing(uri)
+    kept = [r for _, r in found or [] if not any(p.startswith((".", "_")) for p in r.split("/"))]
+    return [uri_base + (f"/{relative}" if relative else "") for relative in kept]
+
+
+def _listing(uri: str) -> tuple[Any, str, str, list[tuple[str, str]] | None]:
+    """``uri``'s filesystem, its URI up to the first glob component, the glob after it
+    (or ``""``), and its files as (path in the filesystem, path relative to the base;
+    ``""`` for the base itself); None when nothing is there."""
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    fs, path = filesystem(uri)
+    path = path.rstrip("/")
+    base = _fixed_part(path)
+    rest = path[len(base) :].lstrip("/")  # the glob after the fixed folders
+    given = uri.rstrip("/")
+    uri_base = given[: len(given) - len(rest)].rstrip("/") if rest else given
+    try:
+        info = fs.get_file_info(base)
+        if info.type == pafs.FileType.File and not rest:
+            return fs, uri_base, rest, [(base, "")]
+        if info.type != pafs.FileType.Directory:
+            return fs, uri_base, rest, None
+        found = []
+        for entry in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
+            relative = entry.path[len(base) :].lstrip("/")
+            if entry.type == pafs.FileType.File and (not rest or _matches(rest, relative)):
+                found.append((entry.path, relative))
+    except (pa.ArrowException, OSError) as exc:
+        raise RagframeError(f"cannot read {uri}: {_first_line(exc)}") from exc
+    return fs, uri_base, rest, sorted(found, key=lambda f: f[1])
+
+
+def read_bytes(uri: str) -> bytes:
+    """The content of the remote file ``uri``.
+
+    Raises:
+        RagframeError: it cannot be read.
+    """
+    import pyarrow as pa
+
+    fs, path = filesystem(uri)
+    try:
+        with fs.open_input_stream(path) as source:
+            return bytes(source.readall())
+    except (pa.ArrowException, OSError) as exc:
+        raise RagframeError(f"cannot read {uri}: {_first_line(exc)}") from exc
 
 
 def _fixed_part(path: str) -> str:
