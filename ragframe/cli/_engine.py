@@ -15,7 +15,12 @@ from ragframe import io
 from ragframe import schema as c
 from ragframe.cli._common import integer
 from ragframe.cli._options import config_from_args
-from ragframe.distributed._inputs import parquet_files, refuse_hive, require
+from ragframe.distributed._inputs import (
+    parquet_files,
+    parquet_schema,
+    refuse_hive,
+    require,
+)
 from ragframe.errors import ConfigError, RagframeError
 
 if TYPE_CHECKING:
@@ -188,7 +193,6 @@ def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 def evaluate_on_engine(args: argparse.Namespace, qrels: Any) -> Any:
     """``ragframe evaluate`` on ``args.engine``: the per-query table."""
-    import polars as pl
 
     if args.candidates:
         raise ConfigError(
@@ -197,7 +201,7 @@ def evaluate_on_engine(args: argparse.Namespace, qrels: Any) -> Any:
     _check_inputs(args, "evaluate")
     source = _parquet(args.input, "INPUT")
     assert source is not None
-    schema = pl.read_parquet_schema(parquet_files(source)[0])
+    schema = parquet_schema(parquet_files(source)[0])
     is_blocks = c.BLOCK_RANK in schema or c.CONTENT in schema
     options: dict[str, Any] = {
         "max_blocks": args.max_blocks,

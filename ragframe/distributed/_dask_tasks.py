@@ -18,7 +18,9 @@ from ragframe.distributed._inputs import (
     local_table,
     parquet_files,
     parquet_rows,
+    parquet_schema,
     positioned,
+    read_parquet,
     read_piece,
     require,
 )
@@ -45,7 +47,7 @@ def arrow(df: Any) -> pa.Table:
 
 
 def _read(path: str, number: int, keyed: Callable[[pa.Table, int], pa.Table]) -> Any:
-    return pandas(keyed(pl.read_parquet(path).to_arrow(), number))
+    return pandas(keyed(read_parquet(path).to_arrow(), number))
 
 
 def _read_positioned(path: str, number: int) -> Any:
@@ -69,7 +71,7 @@ def frame_of(
     ddf = dd()
     if is_path(source):
         files = parquet_files(source)
-        empty = pl.DataFrame(schema=pl.read_parquet_schema(files[0])).to_arrow()
+        empty = pl.DataFrame(schema=parquet_schema(files[0])).to_arrow()
         meta = pandas(keyed(empty, 0))
         numbers = list(range(len(files)))
         if keyed is positioned:

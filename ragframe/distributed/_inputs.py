@@ -10,6 +10,7 @@ import importlib
 import math
 import os
 from collections.abc import Mapping, Sequence
+from io import BytesIO
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeAlias
@@ -17,6 +18,7 @@ from typing import Any, TypeAlias
 import polars as pl
 import pyarrow as pa
 
+from ragframe import _filesystems
 from ragframe import schema as c
 from ragframe.dataset._run import ROWS_PER_PARTITION
 from ragframe.errors import ConfigError, RagframeError
@@ -77,7 +79,14 @@ def parquet_files(source: Source) -> list[str]:
     files: list[str] = []
     for item in [os.fspath(i) for i in items]:
         refuse_hive(item)
-        if Path(item).is_dir():
+        if _filesystems.is_remote(item):  # listed here; each worker reads its own pieces
+            found = [f for f in _filesystems.remote_files(item) if f.endswith(".parquet")]
+            if not found and not glob.has_magic(item):
+                raise RagframeError(
+                    f"input not found: {item}; expected a Parquet file, folder or glob"
+                )
+            files += found
+        elif Path(item).is_dir():
             files += sorted(
                 glob.glob(os.path.join(glob.escape(item), "**", "*.parquet"), recursive=True)
             )
@@ -98,30 +107,68 @@ def refuse_hive(source: PathLike, what: str = "input") -> None:
     """Raise unless the folder ``source`` (anything else passes) is free of hive
     partitions (``key=value`` folders): an engine reads each Parquet file as it is, so
     the columns those folder names hold would be lost."""
+    if _filesystems.is_remote(source):
+        remote = os.fspath(source).rstrip("/")
+        for file in _filesystems.remote_files(remote) if not glob.has_magic(remote) else []:
+            folders = file[len(remote) :].split("/")[:-1]
+            hive = [d for d in folders if "=" in d and not d.startswith((".", "_"))]
+            if hive:
+                raise RagframeError(_hive(what, remote, f"{remote}/{hive[0]}"))
+        return
     root = Path(source)
     if not root.is_dir():
         return
     for folder, dirs, _ in os.walk(root):
         hive = sorted(d for d in dirs if "=" in d and not d.startswith((".", "_")))
         if hive:
-            raise RagframeError(
-                f"{what} {os.fspath(source)} is a hive dataset ({Path(folder, hive[0])}): an "
-                "engine reads each Parquet file as it is, without the columns its folder "
-                "names hold; write the input without partition folders, or run locally "
-                "(--engine local reads hive partitions)"
-            )
+            raise RagframeError(_hive(what, os.fspath(source), str(Path(folder, hive[0]))))
+
+
+def _hive(what: str, source: str, folder: str) -> str:
+    return (
+        f"{what} {source} is a hive dataset ({folder}): an engine reads each Parquet file "
+        "as it is, without the columns its folder names hold; write the input without "
+        "partition folders, or run locally (--engine local reads hive partitions)"
+    )
+
+
+def read_parquet(path: str) -> pl.DataFrame:
+    """One Parquet file, local or remote (read whole by the worker that needs it, with
+    the credentials of its own environment)."""
+    if _filesystems.is_remote(path):
+        return pl.read_parquet(BytesIO(_filesystems.read_bytes(path)))
+    return pl.read_parquet(path)
+
+
+def parquet_schema(path: str) -> Mapping[str, Any]:
+    """The schema of one Parquet file, local or remote, from its footer."""
+    if not _filesystems.is_remote(path):
+        return pl.read_parquet_schema(path)
+    empty = pl.from_arrow(_metadata(path).schema.to_arrow_schema().empty_table())
+    assert isinstance(empty, pl.DataFrame)
+    return empty.schema
+
+
+def _metadata(path: str) -> Any:
+    import pyarrow.parquet as pq  # only where an engine runs: the CLI starts without it
+
+    if _filesystems.is_remote(path):
+        fs, where = _filesystems.filesystem(path)
+        try:
+            return pq.read_metadata(where, filesystem=fs)
+        except (pa.ArrowException, OSError) as exc:
+            raise RagframeError(f"cannot read {path}: {exc}") from exc
+    return pq.ParquetFile(path).metadata
 
 
 def parquet_rows(files: Sequence[str]) -> list[int]:
     """Each file's row count, from its footer."""
-    import pyarrow.parquet as pq  # only where an engine runs: the CLI starts without it
-
-    return [pq.ParquetFile(f).metadata.num_rows for f in files]
+    return [_metadata(f).num_rows for f in files]
 
 
 def read_piece(path: str, number: int) -> pa.Table:
     """Piece ``number`` of the input (one Parquet file) with :data:`POS`."""
-    return positioned(pl.read_parquet(path).to_arrow(), number)
+    return positioned(read_parquet(path).to_arrow(), number)
 
 
 def positioned(table: pa.Table, number: int) -> pa.Table:
@@ -157,10 +204,7 @@ def store_bytes(store: Any) -> int | None:
     if isinstance(store, pa.Table):
         return int(store.nbytes)
     if is_path(store):
-        import pyarrow.parquet as pq
-
-        files = parquet_files(store)
-        meta = [pq.ParquetFile(f).metadata for f in files]
+        meta = [_metadata(f) for f in parquet_files(store)]
         return int(
             sum(m.row_group(i).total_byte_size for m in meta for i in range(m.num_row_groups))
         )
@@ -185,7 +229,10 @@ def local_table(store: Any) -> pa.Table:
     if isinstance(store, pl.DataFrame):
         return store.to_arrow()
     if is_path(store):
-        return pl.scan_parquet(parquet_files(store)).collect().to_arrow()
+        files = parquet_files(store)
+        if any(_filesystems.is_remote(f) for f in files):
+            return pl.concat([read_parquet(f) for f in files], how="vertical").to_arrow()
+        return pl.scan_parquet(files).collect().to_arrow()
     raise ConfigError(f"cannot broadcast a store of type {type(store).__name__}")
 
 

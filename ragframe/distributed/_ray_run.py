@@ -26,6 +26,7 @@ from ragframe.distributed._inputs import (
     local_table,
     parquet_files,
     parquet_rows,
+    parquet_schema,
     partition_count,
     positioned,
     require,
@@ -83,7 +84,7 @@ def data_of(source: Any, store: Step | None = None) -> Data:
         ds = ray.data.from_items(items, override_num_blocks=len(files)).map_batches(
             rt.read_batch, batch_size=1, batch_format="pyarrow", fn_kwargs={"keyed": keyed}
         )
-        empty = pl.DataFrame(schema=pl.read_parquet_schema(files[0])).to_arrow()
+        empty = pl.DataFrame(schema=parquet_schema(files[0])).to_arrow()
         data = Data(ds, keyed(empty, 0).schema, sum(parquet_rows(files)))
     elif isinstance(source, pl.DataFrame | pl.LazyFrame | pa.Table):
         table = keyed(local_table(source), 0)

@@ -15,7 +15,7 @@ import pyarrow as pa
 from ragframe import schema as c
 from ragframe.distributed import _output
 from ragframe.distributed import _parts as parts
-from ragframe.distributed._inputs import PART, read_piece
+from ragframe.distributed._inputs import PART, read_parquet, read_piece
 
 SIDE = c.TMP + "side"
 """0: the group's own rows (candidates, requests), 1: the store rows it needs."""
@@ -40,7 +40,7 @@ def read_batch(
         if keyed is None:
             got.append(read_piece(path, number))
         else:
-            got.append(keyed(pl.read_parquet(path).to_arrow(), number))
+            got.append(keyed(read_parquet(path).to_arrow(), number))
     return pa.concat_tables(got)
 
 

