@@ -146,3 +146,39 @@ def test_postprocess_reads_s3_on_each_worker(
             broadcast=broadcast,
         )
         assert_frame_equal(got, want)
+
+
+def _keys(bucket: str, prefix: str) -> list[str]:
+    listed = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)
+    return sorted(e["Key"] for e in listed.get("Contents", []) if not e["Key"].endswith("/"))
+
+
+@pytest.mark.parametrize("name", ["dask", "ray"])
+def test_workers_write_a_dataset_to_s3(
+    name: str, bucket: str, request: pytest.FixtureRequest
+) -> None:
+    """Each worker uploads its part under a temporary prefix; the driver moves them onto
+    the target when all are there (older parts replaced, nothing else left)."""
+    engine = _engine(name, request)
+    results, chunks = f"s3://{bucket}/in/results.parquet", f"s3://{bucket}/in/chunks.parquet"
+    want = engine.postprocess(results, CONFIG, chunks=chunks, collect=True, partitions=2)
+    prefix = f"{name}-out"
+    boto3.client("s3").put_object(Bucket=bucket, Key=f"{prefix}/part-00007.parquet", Body=b"x")
+    target = f"s3://{bucket}/{prefix}"
+    assert engine.postprocess(results, CONFIG, chunks=chunks, output=target, partitions=2) == target
+    assert _keys(bucket, prefix) == [f"{prefix}/part-0000{i}.parquet" for i in range(2)]
+    assert not _keys(bucket, f".{prefix}")  # the temporary prefix is gone
+    got = ragframe.io.read_table(f"{target}/")
+    assert_frame_equal(got.sort("query_id", "block_rank"), want.sort("query_id", "block_rank"))
+
+
+def test_a_dataset_output_to_a_missing_bucket_is_refused_before_any_work(
+    bucket: str, request: pytest.FixtureRequest
+) -> None:
+    engine = _engine("dask", request)
+    results = f"s3://{bucket}/in/results.parquet"
+    target = "s3://rf-no-such-bucket/out"
+    with pytest.raises(RagframeError, match=f"cannot write {target}/: .*bucket"):
+        engine.postprocess(
+            results, CONFIG, chunks=f"s3://{bucket}/in/chunks.parquet", output=target
+        )
