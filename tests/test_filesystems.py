@@ -7,6 +7,7 @@ and the endpoint from the usual environment; a missing bucket or a denied write 
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import shutil
 import subprocess
@@ -62,24 +63,30 @@ def bucket(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     name = f"rf-{secrets.token_hex(4)}"
-    boto3.client("s3").create_bucket(Bucket=name)
+    client().create_bucket(Bucket=name)
     return name
+
+
+def client() -> Any:
+    """An S3 client from the environment as it is now (boto3's default session keeps the
+    credentials it first found)."""
+    return boto3.session.Session().client("s3")
 
 
 def keys(bucket: str) -> list[str]:
     """The objects in ``bucket``, but folder markers (``out/``, empty, which pyarrow
     writes for a folder as a local write makes the folder)."""
-    listed = boto3.client("s3").list_objects_v2(Bucket=bucket)
+    listed = client().list_objects_v2(Bucket=bucket)
     return sorted(e["Key"] for e in listed.get("Contents", []) if not e["Key"].endswith("/"))
 
 
 def get(bucket: str, key: str) -> bytes:
-    body: bytes = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    body: bytes = client().get_object(Bucket=bucket, Key=key)["Body"].read()
     return body
 
 
 def put(bucket: str, key: str, data: bytes) -> None:
-    boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=data)
+    client().put_object(Bucket=bucket, Key=key, Body=data)
 
 
 def inputs(tmp_path: Path, bucket: str) -> Path:
@@ -300,3 +307,73 @@ def test_credentials_come_from_the_environment(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+
+
+@pytest.fixture
+def guarded(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A moto server of its own that checks credentials and permissions (but for its
+    first five requests, the setup): a bucket holding the bundled results, and the
+    environment of a user allowed to read it, not to write."""
+    import json
+    import socket
+    import time
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "5"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        admin = {"endpoint_url": url, "region_name": "us-east-1"}
+        admin |= {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+        name = f"rf-{secrets.token_hex(4)}"
+        boto3.client("s3", **admin).create_bucket(Bucket=name)  # 1
+        iam = boto3.client("iam", **admin)
+        iam.create_user(UserName="reader")  # 2
+        statement = {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"]}
+        statement["Resource"] = [f"arn:aws:s3:::{name}", f"arn:aws:s3:::{name}/*"]
+        policy = {"Version": "2012-10-17", "Statement": [statement]}
+        iam.put_user_policy(  # 3
+            UserName="reader", PolicyName="read", PolicyDocument=json.dumps(policy)
+        )
+        key = iam.create_access_key(UserName="reader")["AccessKey"]  # 4
+        results = (DATA / "results.parquet").read_bytes()
+        boto3.client("s3", **admin).put_object(Bucket=name, Key="results.parquet", Body=results)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        monkeypatch.setenv("AWS_ENDPOINT_URL", url)
+        monkeypatch.delenv("AWS_PROFILE", raising=False)
+        yield name
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_a_denied_write_is_one_error_line_before_any_work(
+    guarded: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The input is read with the user's credentials; the output is refused."""
+    bucket = guarded
+    argv = [
+        "postprocess",
+        f"s3://{bucket}/results.parquet",
+        "--chunks",
+        str(DATA / "chunks.parquet"),
+    ]
+    for target in [f"s3://{bucket}/blocks.parquet", f"s3://{bucket}/parts/"]:
+        code, err = run(capsys, [*argv, "-o", target])
+        assert code == 2 and err.count("\n") == 1, err
+        assert err.startswith(f"error: cannot write {target}: ") and "denied" in err.lower(), err
+    assert keys(bucket) == ["results.parquet"]  # the reader may list: nothing was written
