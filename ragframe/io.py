@@ -26,6 +26,13 @@ lines by default; written as it comes, so not atomic). A new output gets the mod
 umask gives; an overwritten one keeps its mode; an output that is a symbolic link is
 written to the link's target (the link stays). :func:`check_output` checks all this
 before any work is done.
+
+Any input or output may also be a URI: ``s3://``, ``gs://``, ``hdfs://`` (pyarrow's
+filesystems), any scheme fsspec knows (``memory://``, ...), or ``file://`` (a local
+path). A remote input is copied to a local temporary and read as a local one; a remote
+output is written locally, then uploaded to a temporary key beside the target and
+moved into place. Credentials and endpoints come from the usual environment
+(``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ...); see :mod:`ragframe._filesystems`.
 """
 
 from __future__ import annotations
