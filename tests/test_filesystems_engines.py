@@ -17,6 +17,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import ragframe
+from ragframe.cli import main
 from ragframe.distributed import _inputs
 from ragframe.errors import RagframeError
 
@@ -60,6 +61,13 @@ def bucket(environment: str) -> str:
     s3.create_bucket(Bucket=name)
     for path in sorted(DATA.glob("*.parquet")):
         s3.put_object(Bucket=name, Key=f"in/{path.name}", Body=path.read_bytes())
+    requests = (
+        pl.read_parquet(DATA / "results.parquet")
+        .unique(["query_id", "doc_id"], keep="first", maintain_order=True)
+        .join(pl.read_parquet(DATA / "queries.parquet"), on="query_id")
+        .select("query_id", "query", "doc_id")
+    )
+    s3.put_object(Bucket=name, Key="in/requests.parquet", Body=_parquet_bytes(requests))
     chunks = pl.read_parquet(DATA / "chunks.parquet")
     half = chunks.height // 2
     for i, part in enumerate((chunks.head(half), chunks.tail(chunks.height - half))):
@@ -182,3 +190,39 @@ def test_a_dataset_output_to_a_missing_bucket_is_refused_before_any_work(
         engine.postprocess(
             results, CONFIG, chunks=f"s3://{bucket}/in/chunks.parquet", output=target
         )
+
+
+CLI = {
+    "postprocess": ["postprocess", "{in}/results.parquet", "--chunks", "{in}/chunks/"],
+    "fetch": ["fetch", "{in}/requests.parquet", "{in}/documents.parquet"],
+    "evaluate": ["evaluate", "{in}/results.parquet", "--qrels", "{in}/qrels.parquet"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dask", "ray"])
+@pytest.mark.parametrize("command", sorted(CLI))
+def test_cli_on_an_engine_reads_and_writes_s3_as_a_local_run(
+    command: str, name: str, bucket: str, tmp_path: Path
+) -> None:
+    """``--engine`` with every input and the output on ``s3://``: the output holds the
+    rows of the same engine's run on local files, in its order. (Compared with the
+    engine on local files: fetch on an engine numbers ``rank`` differently from the
+    local engine even on local files, a difference of the engines, not of S3.)"""
+    pytest.importorskip("distributed" if name == "dask" else "ray")
+    local = tmp_path / "in"
+    local.mkdir()
+    for key in _keys(bucket, "in/"):
+        (local / key[3:]).parent.mkdir(parents=True, exist_ok=True)
+        (local / key[3:]).write_bytes(
+            boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+        )
+    argv = [a.replace("{in}", str(local)) for a in CLI[command]]
+    local_run = [*argv, "-o", str(tmp_path / "out.parquet"), "-q", "--engine", name]
+    assert main(local_run) == 0  # the same engine on local files (see the docstring)
+    argv = [a.replace("{in}", f"s3://{bucket}/in") for a in CLI[command]]
+    out = f"{name}-{command}.parquet"
+    assert main([*argv, "-o", f"s3://{bucket}/{out}", "--engine", name, "-q"]) == 0
+    got = boto3.client("s3").get_object(Bucket=bucket, Key=out)["Body"].read()
+    want = pl.read_parquet(tmp_path / "out.parquet")
+    assert_frame_equal(pl.read_parquet(got), want)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragframe import io
 from ragframe import schema as c
+from ragframe._filesystems import is_remote
 from ragframe.cli._common import integer
 from ragframe.cli._options import config_from_args
 from ragframe.distributed._inputs import (
@@ -120,7 +121,9 @@ def _parquet(path: str | None, what: str) -> str | None:
     """An engine input: a Parquet file, folder or glob (other formats: run locally), not
     a hive dataset (its columns live in folder names, which the engines do not read)."""
     if path is not None and not (
-        os.path.isdir(path) or path.endswith((".parquet", ".pq")) or "*" in path
+        os.path.isdir(path)
+        or path.endswith((".parquet", ".pq", "/") if is_remote(path) else (".parquet", ".pq"))
+        or "*" in path
     ):
         raise ConfigError(f"{what} {path}: an engine reads Parquet (a file, folder or glob)")
     if path is not None:
