@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 import polars as pl
 
-from ragframe import _atomic, _textfiles
+from ragframe import _atomic, _filesystems, _textfiles
 from ragframe.errors import RagframeError
 
 STDIO = "-"
@@ -76,6 +76,9 @@ def resolve(path: str | os.PathLike[str]) -> Source:
             file of an unknown format, or a directory of non-Parquet files with
             subdirectories (hive partitions need Parquet).
     """
+    if _filesystems.is_remote(path):
+        return _remote(os.fspath(path))
+    path = _filesystems.local(path)
     shown = os.fspath(path)
     if shown == STDIO:
         return _stdin()
@@ -90,6 +93,15 @@ def resolve(path: str | os.PathLike[str]) -> Source:
         raise RagframeError(f"input directory not found: {shown}; expected a dataset")
     table_format(where)  # a name no table has is the first thing to say
     raise RagframeError(f"input file not found: {shown}; expected a table file")
+
+
+def _remote(uri: str) -> Source:
+    """A remote input, read from its local copy (:func:`ragframe._filesystems.fetch`)."""
+    try:
+        found = resolve(_filesystems.fetch(uri))
+    except RagframeError as exc:
+        raise RagframeError(_filesystems.shown(str(exc))) from exc
+    return Source(uri, found.format, found.files, found.root)
 
 
 def _one_format(files: list[Path], shown: str) -> str:
@@ -125,6 +137,12 @@ def files_of(path: str | os.PathLike[str], what: str = "input") -> tuple[Path, .
     Raises:
         RagframeError: nothing there, or no file (``what`` names the input).
     """
+    if _filesystems.is_remote(path):
+        try:
+            return files_of(_filesystems.fetch(os.fspath(path)), what)
+        except RagframeError as exc:
+            raise RagframeError(_filesystems.shown(str(exc))) from exc
+    path = _filesystems.local(path)
     shown = os.fspath(path)
     where = Path(path)
     if where.is_file():

@@ -26,6 +26,13 @@ lines by default; written as it comes, so not atomic). A new output gets the mod
 umask gives; an overwritten one keeps its mode; an output that is a symbolic link is
 written to the link's target (the link stays). :func:`check_output` checks all this
 before any work is done.
+
+Any input or output may also be a URI: ``s3://``, ``gs://``, ``hdfs://`` (pyarrow's
+filesystems), any scheme fsspec knows (``memory://``, ...), or ``file://`` (a local
+path). A remote input is copied to a local temporary and read as a local one; a remote
+output is written locally, then uploaded to a temporary key beside the target and
+moved into place. Credentials and endpoints come from the usual environment
+(``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ...); see :mod:`ragframe._filesystems`.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ragframe import _atomic, _sources, _targets, _textfiles, _unreadable
+from ragframe import _atomic, _filesystems, _sources, _targets, _textfiles, _unreadable
 from ragframe._atomic import TEMP_MARK, remove_temporaries, stale_temporaries
 from ragframe._sources import STDIO, Source, explain_read_error, read_error, table_format
 from ragframe.errors import RagframeError
@@ -137,9 +144,10 @@ def _named(src: Source) -> Path:
 
 
 def _shown(src: Source, message: str) -> str:
-    """``message`` naming standard input where it names its temporary copy."""
+    """``message`` naming standard input, or a remote input's URI, where it names their
+    temporary copies."""
     if src.shown != STDIO:
-        return message
+        return _filesystems.shown(message)
     return message.replace(str(src.files[0]), "standard input")
 
 
@@ -156,7 +164,7 @@ def read_table(
         with _unreadable.naming(files):  # a damaged page: the file that holds it
             return frame.collect()
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise read_error(shown, exc) from exc
+        raise RagframeError(_filesystems.shown(str(read_error(shown, exc)))) from exc
 
 
 # --- writing ----------------------------------------------------------------------
@@ -178,9 +186,15 @@ def check_output(path: str | os.PathLike[str], *, table: bool = True) -> Path:
             files than Parquet parts, a parent is not a directory, or no file can be
             created there. The message names ``path`` and what was expected.
     """
+    path = _filesystems.local(path)
     shown = os.fspath(path)
     if shown == STDIO:
         return Path(STDIO)
+    if _filesystems.is_remote(shown):  # a URI: checked there, returned as given
+        if table and not is_directory(shown):
+            table_format(shown)
+        _filesystems.check(shown, is_directory(shown))
+        return Path(shown)
     target = Path(os.path.realpath(path))
     if is_directory(path):
         _targets.check_directory(target, shown)
@@ -213,6 +227,15 @@ def open_output(
     """
     from ragframe import _sinks  # Arrow's writers: loaded by the runs that write pieces
 
+    path = _filesystems.local(path)
+    if _filesystems.is_remote(path):  # written here first, then uploaded
+        check_output(path)
+        with (
+            _filesystems.staged(os.fspath(path)) as written,
+            open_output(written, schema, fmt=fmt, pieces=pieces) as staged,
+        ):
+            yield staged
+        return
     target = check_output(path)
     shown = os.fspath(path)
     sink: Sink
@@ -250,6 +273,7 @@ def write_table(
         RagframeError: ``path`` cannot be written (see :func:`check_output`), or the
             write failed; the message names ``path``, never the temporary file.
     """
+    path = _filesystems.local(path)
     if os.fspath(path) != STDIO and not is_directory(path):
         fmt = table_format(path)
         check_output(path)
@@ -270,7 +294,13 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
         RagframeError: ``path`` cannot be written, or the write failed; the message
             names ``path``, never the temporary file.
     """
+    path = _filesystems.local(path)
     shown = os.fspath(path)
+    if _filesystems.is_remote(shown):  # written here first, then uploaded
+        check_output(shown, table=False)
+        with _filesystems.staged(shown) as written:
+            write_atomically(written, write)
+        return
     target = check_output(path, table=False)
     created = _atomic.make_parents(target)
     _atomic.remove_stale(target)

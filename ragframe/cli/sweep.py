@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, TextIO
 
-from ragframe import _atomic, io
+from ragframe import _atomic, _filesystems, io
 from ragframe import schema as c
 from ragframe.cli._common import (
     add_command,
@@ -127,6 +127,11 @@ def check_folder(path: str, report: bool) -> Path | None:
         if report:
             raise ConfigError("--report writes OUTDIR/report.html; -o - has no folder")
         return None
+    if _filesystems.is_remote(path):
+        raise ConfigError(
+            f"cannot write {path}: an output folder of files is written locally only; "
+            "expected a local folder (its tables can then be copied to the store)"
+        )
     out = Path(os.path.realpath(path))
     if out.exists() and not out.is_dir():
         raise RagframeError(f"output {path} exists and is not a folder; expected a folder")

@@ -112,7 +112,9 @@ class RayEngine:
 
     def _tables(self, ds: Any) -> list[pa.Table]:
         """The dataset's blocks, computed; a :class:`RagframeError` a worker raised (a
-        damaged input file, bad values) is raised as it is, without Ray's wrapper."""
+        damaged input file, bad values) is raised as it is, without Ray's wrapper; workers
+        that died running a task past its retries, as one."""
+        died = (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.OutOfMemoryError)
         try:
             return [t for t in self.ray.get(ds.to_arrow_refs()) if t.num_rows or t.num_columns]
         except self.ray.exceptions.RayTaskError as exc:
@@ -120,6 +122,13 @@ class RayEngine:
             if isinstance(cause, RagframeError):  # Ray appends lines of its own: one line
                 raise type(cause)(str(cause).split("\n", 1)[0]) from None
             raise
+        except died as exc:
+            reason = str(exc).split("\n", 1)[0].split(". ", 1)[0]
+            raise RagframeError(
+                f"the Ray run failed: a worker died running one of its tasks, past the task's "
+                f"retries ({reason}); nothing was written; expected workers that stay up "
+                "(their logs say why one ended: killed, out of memory)"
+            ) from None
 
     def run(
         self,

@@ -33,7 +33,7 @@ from typing import Literal
 
 import polars as pl
 
-from ragframe import _sources, _textfiles
+from ragframe import _filesystems, _sources, _textfiles
 from ragframe import schema as c
 from ragframe.errors import ConfigError, RagframeError
 
@@ -75,7 +75,13 @@ def locate(source: str | os.PathLike[str], what: str, *, split: str | None, beir
             the split.
         ConfigError: ``split`` for a source that is not a BEIR folder.
     """
-    given = os.fspath(source)
+    given = os.fspath(_filesystems.local(source))
+    if _filesystems.is_remote(given):  # read from a local copy, messages naming the URI
+        try:
+            found = locate(_filesystems.fetch(given), what, split=split, beir=beir)
+        except RagframeError as exc:
+            raise RagframeError(_filesystems.shown(str(exc))) from exc
+        return Found(found.kind, found.files, tuple(map(_filesystems.shown, found.shown)), given)
     if given == _sources.STDIO:
         found = _stdin(what, beir)
     elif beir and Path(given).is_dir() and (Path(given) / "qrels").is_dir():

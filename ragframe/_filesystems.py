@@ -1,0 +1,401 @@
+"""Inputs and outputs named by URI: ``s3://``, ``gs://``, ``hdfs://`` and the other
+schemes pyarrow's filesystems know, any other scheme fsspec knows (``memory://``,
+``az://``, ...), and ``file://`` (a local path). Credentials, regions and endpoints come
+from each filesystem's usual environment: for S3, ``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_DEFAULT_REGION``,
+``AWS_ENDPOINT_URL`` (an S3-compatible server), ``AWS_PROFILE``, ``~/.aws``; for GCS,
+``GOOGLE_APPLICATION_CREDENTIALS``.
+
+Reading: a remote input (a file, a folder, a glob) is copied to a local temporary
+folder first, as standard input is, and read from there exactly as a local input is
+(the same formats, checks and messages, naming the URI); the copies are removed at exit
+or on a signal. Dask and Ray (``--engine``) read and write local or shared paths only
+so far (:func:`remote_files` and :func:`read_bytes` are the pieces their workers will
+read remote inputs with).
+
+Writing: a remote output is written locally first, then uploaded to a temporary key
+beside the target (``.<name>.ragframe-tmp-<pid>-<random>``) and moved onto it, so the
+target appears whole or not at all (S3 cannot move a file over 5 GB: an error, nothing
+written). A directory output (``.../``) is uploaded part by part to a temporary prefix;
+its parts then replace the old ones (a prefix cannot be renamed, so readers may see the
+parts appear one by one in that last step; a failure removes what was uploaded).
+Failures, a missing bucket and a denied write included, are a :class:`RagframeError`
+naming the URI.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fnmatch
+import os
+import re
+import secrets
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ragframe import _atomic
+from ragframe.errors import RagframeError
+
+_SCHEME = re.compile(r"\A(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+)://")
+_GLOB = frozenset("*?[")
+SPOOLS: dict[str, str] = {}
+"""Each local copy of a remote input (its folder, ending with ``/``) -> the URI prefix it
+stands for: messages naming a copy name the URI instead (:func:`shown`)."""
+
+
+def scheme(path: object) -> str | None:
+    """The URI scheme of ``path`` (``s3``, ``file``, ...), or None for a plain path.
+
+    Example:
+        >>> scheme("s3://bucket/runs.parquet"), scheme("runs.parquet"), scheme("C:/x")
+        ('s3', None, None)
+    """
+    if not isinstance(path, str):
+        return None
+    match = _SCHEME.match(path)
+    return match["scheme"].lower() if match else None
+
+
+def is_remote(path: object) -> bool:
+    """Whether ``path`` is a URI of another filesystem than the local one."""
+    found = scheme(path)
+    return found is not None and found not in ("file", "local")
+
+
+def local(path: Any) -> Any:
+    """``path`` with a ``file://`` URI made a local path; anything else unchanged.
+
+    Example:
+        >>> local("file:///data/my%20runs.parquet"), local("runs/")
+        ('/data/my runs.parquet', 'runs/')
+    """
+    if scheme(path) not in ("file", "local"):
+        return path
+    parts = urlsplit(path)
+    return unquote(parts.netloc + parts.path) if parts.netloc else unquote(parts.path)
+
+
+def filesystem(uri: str) -> tuple[Any, str]:
+    """The pyarrow filesystem of ``uri`` and the path in it: pyarrow's own (S3, GCS,
+    HDFS), else fsspec's, wrapped for pyarrow.
+
+    Raises:
+        RagframeError: no filesystem knows the scheme, or it cannot be set up.
+    """
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    try:
+        return pafs.FileSystem.from_uri(uri)  # type: ignore[no-any-return]
+    except pa.ArrowInvalid:
+        pass  # a scheme pyarrow does not know: fsspec may
+    except (pa.ArrowException, OSError) as exc:
+        raise RagframeError(f"cannot open {uri}: {_first_line(exc)}") from exc
+    try:
+        import fsspec
+        from fsspec.core import url_to_fs
+    except ImportError:
+        raise RagframeError(f"no filesystem for {uri}: pip install fsspec") from None
+    try:
+        fs, path = url_to_fs(uri)
+    except (ValueError, ImportError, OSError) as exc:
+        known = ", ".join(sorted(fsspec.available_protocols())[:12])
+        raise RagframeError(
+            f"no filesystem for {uri}: {_first_line(exc)}; expected a scheme pyarrow or "
+            f"fsspec knows ({known}, ...)"
+        ) from exc
+    return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return re.sub(r"\s*\(Request ID: [^)]*\)", "", line)
+
+
+def shown(message: str) -> str:
+    """``message`` naming URIs where it names the local copies of remote inputs."""
+    for copy, uri in SPOOLS.items():
+        message = message.replace(copy, uri).replace(copy.rstrip("/"), uri.rstrip("/"))
+    return message
+
+
+# --- reading ----------------------------------------------------------------------
+
+
+def fetch(uri: str) -> str:
+    """A local copy of the remote input ``uri`` (a file, a folder or a glob): the local
+    path to read instead, of the same shape (a glob stays a glob; nothing there, a path
+    that does not exist, for the caller's message).
+
+    Raises:
+        RagframeError: the filesystem cannot be reached or read.
+    """
+    import pyarrow as pa
+
+    fs, uri_base, rest, found = _listing(uri)
+    uri_parent, _, name = uri_base.rpartition("/")
+    home = Path(tempfile.mkdtemp(prefix="ragframe-remote-"))
+    _atomic.WRITING.add(home)  # removed on a signal, or at exit
+    atexit.register(_atomic.remove, home)
+    SPOOLS[f"{home}/"] = f"{uri_parent}/"
+    copy = home / name
+    try:
+        for path, relative in found or []:
+            _download(fs, path, copy / relative if relative else copy)
+        if found is not None and not (found and not found[0][1]):  # a folder, maybe empty
+            copy.mkdir(exist_ok=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise RagframeError(f"cannot read {uri}: {_first_line(exc)}") from exc
+    return (os.path.join(copy, rest) if rest else str(copy)) + ("/" if uri.endswith("/") else "")
+
+
+def remote_files(uri: str) -> list[str]:
+    """The URIs of the files of the remote input ``uri``: itself (a file), a folder's
+    files (recursively), or those a glob matches; sorted, hidden names (``.*``, ``_*``)
+    skipped in folders. Empty when nothing is there.
+
+    Raises:
+        RagframeError: the filesystem cannot be reached or read.
+    """
+    _, uri_base, _, found = _listing(uri)
+    kept = [r for _, r in found or [] if not any(p.startswith((".", "_")) for p in r.split("/"))]
+    return [uri_base + (f"/{relative}" if relative else "") for relative in kept]
+
+
+def _listing(uri: str) -> tuple[Any, str, str, list[tuple[str, str]] | None]:
+    """``uri``'s filesystem, its URI up to the first glob component, the glob after it
+    (or ``""``), and its files as (path in the filesystem, path relative to the base;
+    ``""`` for the base itself); None when nothing is there."""
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    fs, path = filesystem(uri)
+    path = path.rstrip("/")
+    base = _fixed_part(path)
+    rest = path[len(base) :].lstrip("/")  # the glob after the fixed folders
+    given = uri.rstrip("/")
+    uri_base = given[: len(given) - len(rest)].rstrip("/") if rest else given
+    try:
+        info = fs.get_file_info(base)
+        if info.type == pafs.FileType.File and not rest:
+            return fs, uri_base, rest, [(base, "")]
+        if info.type != pafs.FileType.Directory:
+            return fs, uri_base, rest, None
+        found = []
+        for entry in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
+            relative = entry.path[len(base) :].lstrip("/")
+            if entry.type == pafs.FileType.File and (not rest or _matches(rest, relative)):
+                found.append((entry.path, relative))
+    except (pa.ArrowException, OSError) as exc:
+        raise RagframeError(f"cannot read {uri}: {_first_line(exc)}") from exc
+    return fs, uri_base, rest, sorted(found, key=lambda f: f[1])
+
+
+def read_bytes(uri: str) -> bytes:
+    """The content of the remote file ``uri``.
+
+    Raises:
+        RagframeError: it cannot be read.
+    """
+    import pyarrow as pa
+
+    fs, path = filesystem(uri)
+    try:
+        with fs.open_input_stream(path) as source:
+            return bytes(source.readall())
+    except (pa.ArrowException, OSError) as exc:
+        raise RagframeError(f"cannot read {uri}: {_first_line(exc)}") from exc
+
+
+def _fixed_part(path: str) -> str:
+    """The folders of ``path`` before its first component with a glob character."""
+    parts = path.split("/")
+    for i, part in enumerate(parts):
+        if _GLOB & set(part):
+            return "/".join(parts[:i])
+    return path
+
+
+def _matches(pattern: str, relative: str) -> bool:
+    """Whether the path ``relative`` matches the glob ``pattern`` (``**``: any folders),
+    component by component as :func:`glob.glob` matches."""
+    want, have = pattern.split("/"), relative.split("/")
+    if want == ["**"]:
+        return True
+    if want[0] == "**":
+        return any(_matches("/".join(want[1:]), "/".join(have[i:])) for i in range(len(have)))
+    if not have or not fnmatch.fnmatchcase(have[0], want[0]):
+        return False
+    if len(want) == 1:
+        return len(have) == 1
+    return len(have) > 1 and _matches("/".join(want[1:]), "/".join(have[1:]))
+
+
+def _download(fs: Any, path: str, to: Path) -> None:
+    to.parent.mkdir(parents=True, exist_ok=True)
+    with fs.open_input_stream(path) as source, to.open("wb") as out:
+        while chunk := source.read(8 << 20):
+            out.write(chunk)
+
+
+# --- writing ----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def staged(uri: str) -> Iterator[str]:
+    """A local path to write the output ``uri`` to (ending with ``/`` as ``uri`` does),
+    uploaded (:func:`upload`) when the block ends without an error; the local copy is
+    removed in any case. Messages name ``uri``, never the local path."""
+    home = Path(tempfile.mkdtemp(prefix="ragframe-stage-"))
+    _atomic.WRITING.add(home)  # removed on a signal
+    written = home / (uri.rstrip("/").rpartition("/")[2] or "output")
+    try:
+        try:
+            yield str(written) + ("/" if uri.endswith("/") else "")
+        except RagframeError as exc:
+            message = str(exc).replace(str(written), uri.rstrip("/"))
+            raise RagframeError(message) from exc
+        upload(written, uri)
+    finally:
+        _atomic.remove(home)
+
+
+def temp_key(path: str) -> str:
+    """A temporary key beside ``path`` (no final ``/``)."""
+    folder, _, name = path.rpartition("/")
+    temp = f".{name}{_atomic.TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}"
+    return f"{folder}/{temp}" if folder else temp
+
+
+def check(uri: str, directory: bool) -> None:
+    """Fail before any work unless the output ``uri`` can be written: a file output is
+    not a folder there, a directory output holds nothing but Parquet parts, and an
+    empty object can be created (and is removed) beside it: a missing bucket or a
+    denied write is found here.
+
+    Raises:
+        RagframeError: naming ``uri`` and what was expected.
+    """
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    fs, path = filesystem(uri)
+    path = path.rstrip("/")
+    try:
+        info = fs.get_file_info(path)
+        if not directory and info.type == pafs.FileType.Directory:
+            raise RagframeError(
+                f"cannot write {uri}: it is a folder; expected a file path, or {uri}/ "
+                "(a final '/') for a directory of Parquet parts"
+            )
+        if directory and info.type == pafs.FileType.Directory:
+            foreign = _foreign(fs, path)
+            if foreign is not None:
+                raise RagframeError(
+                    f"cannot write {uri}: the folder holds other files than Parquet parts "
+                    f"({foreign}); expected a new or empty folder, or a previous output "
+                    "(part-*.parquet only), which is replaced"
+                )
+        if directory and info.type == pafs.FileType.File:
+            raise RagframeError(f"cannot write {uri}: it is a file; expected a folder")
+        probe = temp_key(f"{_first_existing(fs, path)}/{path.rpartition('/')[2]}")
+        with fs.open_output_stream(probe):
+            pass
+        fs.delete_file(probe)
+    except (pa.ArrowException, OSError) as exc:
+        raise RagframeError(f"cannot write {uri}: {_first_line(exc)}") from exc
+
+
+def _first_existing(fs: Any, path: str) -> str:
+    """The nearest folder above ``path`` that exists (the bucket, at the top): a probe
+    there leaves no folder marker behind when it is removed, as one in a new folder
+    would on S3."""
+    import pyarrow.fs as pafs
+
+    folder = path.rpartition("/")[0]
+    while "/" in folder.strip("/") and fs.get_file_info(folder).type != pafs.FileType.Directory:
+        folder = folder.rpartition("/")[0]
+    return folder
+
+
+def _foreign(fs: Any, path: str) -> str | None:
+    import pyarrow.fs as pafs
+
+    for entry in fs.get_file_info(pafs.FileSelector(path, recursive=False)):
+        name = entry.base_name
+        if name.startswith(".") or (_atomic.PART.match(name) and entry.type == pafs.FileType.File):
+            continue
+        return str(name)
+    return None
+
+
+def upload(written: Path, uri: str) -> None:
+    """Put the finished local output ``written`` (a file, or a folder of Parquet parts
+    for a ``uri`` ending with ``/``) onto ``uri``, as the module docstring says.
+
+    Raises:
+        RagframeError: the upload failed; nothing of it is left behind.
+    """
+    import pyarrow as pa
+
+    fs, path = filesystem(uri)
+    path = path.rstrip("/")
+    temp = temp_key(path)
+    try:
+        if written.is_dir():
+            _upload_parts(fs, written, temp, path)
+        else:
+            _put(fs, written, temp)
+            _move(fs, temp, path)
+    except (pa.ArrowException, OSError) as exc:
+        _delete(fs, temp)
+        raise RagframeError(f"cannot write {uri}: {_first_line(exc)}") from exc
+    except BaseException:
+        _delete(fs, temp)
+        raise
+
+
+def _upload_parts(fs: Any, written: Path, temp: str, path: str) -> None:
+    import pyarrow.fs as pafs
+
+    parts = sorted(p.name for p in written.iterdir() if _atomic.PART.match(p.name))
+    for name in parts:
+        _put(fs, written / name, f"{temp}/{name}")
+    if fs.get_file_info(path).type == pafs.FileType.Directory:
+        for entry in fs.get_file_info(pafs.FileSelector(path)):
+            if _atomic.PART.match(entry.base_name) and entry.base_name not in parts:
+                fs.delete_file(entry.path)  # a part the new output does not have
+    for name in parts:
+        _move(fs, f"{temp}/{name}", f"{path}/{name}")
+    _delete(fs, temp)
+
+
+def _move(fs: Any, source: str, target: str) -> None:
+    """Move one object onto ``target`` (S3: a copy, whole or not at all, then a delete)."""
+    fs.move(source, target)
+
+
+def _put(fs: Any, file: Path, key: str) -> None:
+    with file.open("rb") as source, fs.open_output_stream(key) as out:
+        while chunk := source.read(8 << 20):
+            out.write(chunk)
+
+
+def _delete(fs: Any, key: str) -> None:
+    """Remove ``key`` (an object or a prefix), ignoring what is not there."""
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    try:
+        kind = fs.get_file_info(key).type
+        if kind == pafs.FileType.Directory:
+            fs.delete_dir(key)
+        elif kind == pafs.FileType.File:
+            fs.delete_file(key)
+    except (pa.ArrowException, OSError):
+        pass  # best effort: a failed write's own error is the one to report
