@@ -20,8 +20,10 @@ characters, as in :func:`ragframe.fetch._tokenize.tokenize`, and the tokens are 
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -153,13 +155,15 @@ def _ascii_candidates(
         frozen(params, np.int64),
         frozen([_MUL, _MUL_LEN, np.uint64(64 - bits)], np.uint64),
     )
-    room = data.size // 16 + 64  # candidates are a few of the tokens: rarely too few
-    starts, ends = np.empty(room, np.int64), np.empty(room, np.int64)
-    found = ascii_candidates(*args, starts, ends)
-    if found > room:
-        starts, ends = np.empty(found, np.int64), np.empty(found, np.int64)
-        ascii_candidates(*args, starts, ends)
-    starts, ends = starts[:found], ends[:found]
+    cuts = np.searchsorted(doc_bytes, np.linspace(0, data.size, _cpus() + 1)[1:-1])
+    bounds = np.unique(np.concatenate([[0], cuts, [rows.size]])).tolist()
+    if len(bounds) > 2:  # the kernel releases the GIL: one part of the documents per CPU
+        with ThreadPoolExecutor(len(bounds) - 1) as pool:
+            parts = list(pool.map(lambda ab: _spans(args, *ab), pairwise(bounds)))
+    else:
+        parts = [_spans(args, 0, rows.size)]
+    starts = np.concatenate([p[0] for p in parts])
+    ends = np.concatenate([p[1] for p in parts])
     doc = np.searchsorted(doc_bytes, starts, side="right") - 1
     return _Block(
         rows[doc],
@@ -168,6 +172,28 @@ def _ascii_candidates(
         ends - doc_bytes[doc],
         np.zeros(0, dtype=np.int64),
     )
+
+
+def _cpus() -> int:
+    """The CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def _spans(args: tuple[Any, ...], lo: int, hi: int) -> tuple[Ints, Ints]:
+    """Byte start and end of the candidates of documents ``lo`` to ``hi`` (exclusive)
+    of :func:`ragframe.fetch._ascii.ascii_candidates`'s ``args``."""
+    data, doc_bytes, rows, *rest = args
+    part = (data, doc_bytes[lo : hi + 1], rows[lo:hi], *rest)
+    room = int(doc_bytes[hi] - doc_bytes[lo]) // 16 + 64  # candidates: a few of the tokens
+    starts, ends = np.empty(room, np.int64), np.empty(room, np.int64)
+    found = ascii_candidates(*part, starts, ends)
+    if found > room:  # rarely: more than one per 16 bytes
+        starts, ends = np.empty(found, np.int64), np.empty(found, np.int64)
+        ascii_candidates(*part, starts, ends)
+    return starts[:found], ends[:found]
 
 
 def _blocks(
