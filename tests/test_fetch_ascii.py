@@ -4,6 +4,8 @@ and as plain Python, in one part or several."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 import pytest
@@ -44,7 +46,7 @@ def _frame(texts: list[str], terms: list[str]) -> pl.DataFrame:
     )
 
 
-def _both(texts: list[str], terms: list[str], every: bool = False) -> tuple[list, list]:
+def _both(texts: list[str], terms: list[str], every: bool = False) -> tuple[list[Any], list[Any]]:
     """(kernel, numpy) candidates of ``texts``: ``doc, token, start, end`` rows."""
     docs = _frame(texts, terms)
     table, bits = _terms._term_table(docs["__rf_doc_terms"])
@@ -54,7 +56,7 @@ def _both(texts: list[str], terms: list[str], every: bool = False) -> tuple[list
     got = _terms._ascii_candidates(docs["content"], rows, table, bits)
     want = _terms._block_candidates(docs["content"], rows, table, bits)
 
-    def rows_of(block: _terms._Block) -> list:
+    def rows_of(block: _terms._Block) -> list[Any]:
         items = zip(block.doc, block.tokens, block.start, block.end, strict=True)
         return [(int(d), t, int(s), int(e)) for d, t, s, e in items]
 
@@ -74,7 +76,7 @@ def test_ascii_word_bytes_all_join_pairwise() -> None:
 def test_ascii_edges_give_the_numpy_tokenizers_tokens() -> None:
     got, want = _both(ASCII_EDGES, [], every=True)
     assert got == want
-    starts, ends = token_bytes(content_buffer(pl.Series(ASCII_EDGES)))
+    starts, _ = token_bytes(content_buffer(pl.Series(ASCII_EDGES)))
     assert len(got) == starts.size  # every token, none filtered
     assert max(e - s for _, _, s, e in got) == MAX_TOKEN
     assert "y" * MAX_TOKEN in [t for _, t, _, _ in got] and "__" not in [t for _, t, _, _ in got]

@@ -185,14 +185,21 @@ def _cpus() -> int:
 def _spans(args: tuple[Any, ...], lo: int, hi: int) -> tuple[Ints, Ints]:
     """Byte start and end of the candidates of documents ``lo`` to ``hi`` (exclusive)
     of :func:`ragframe.fetch._ascii.ascii_candidates`'s ``args``."""
-    data, doc_bytes, rows, *rest = args
-    part = (data, doc_bytes[lo : hi + 1], rows[lo:hi], *rest)
+    data, doc_bytes, rows, classes, triple, slots, params, hashes = args
+    bounds, docs = doc_bytes[lo : hi + 1], rows[lo:hi]
+
+    def run(starts: Ints, ends: Ints) -> int:
+        found: int = ascii_candidates(
+            data, bounds, docs, classes, triple, slots, params, hashes, starts, ends
+        )
+        return found
+
     room = int(doc_bytes[hi] - doc_bytes[lo]) // 16 + 64  # candidates: a few of the tokens
     starts, ends = np.empty(room, np.int64), np.empty(room, np.int64)
-    found = ascii_candidates(*part, starts, ends)
+    found = run(starts, ends)
     if found > room:  # rarely: more than one per 16 bytes
         starts, ends = np.empty(found, np.int64), np.empty(found, np.int64)
-        ascii_candidates(*part, starts, ends)
+        run(starts, ends)
     return starts[:found], ends[:found]
 
 
