@@ -33,7 +33,6 @@ from ragframe import schema as c
 from ragframe._arrow import content_buffer, string_bytes, strings
 from ragframe.fetch import _wordbreak as wb
 from ragframe.fetch._analysis import java_lower_tokens
-from ragframe.fetch._ascii import ascii_candidates
 from ragframe.fetch._classes import (
     HIGH,
     UNDERSCORE,
@@ -44,7 +43,6 @@ from ragframe.fetch._classes import (
     triple_table,
 )
 from ragframe.fetch._tokenize import MAX_TOKEN, token_spans
-from ragframe.postprocess._kernels._compile import frozen
 
 _U64 = npt.NDArray[np.uint64]
 _FOLD = np.uint64(0x2020202020202020)
@@ -55,6 +53,10 @@ _MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [2**64 - 1], dtype=np
 _MUL = np.uint64(0x9E3779B97F4A7C15)
 _MUL_LEN = np.uint64(0xC2B2AE3D27D4EB4F)
 _DOC_SHIFT = 24
+KERNEL_BYTES = 1 << 20
+"""ASCII-only documents of more bytes than this in all go to the compiled pass; fewer
+take the numpy path, which loads neither numba nor postprocess's kernel machinery (a
+small ``fetch`` stays numba-free)."""
 BLOCK_BYTES = 1 << 21
 """Keys mix ``doc << 24 | length``: lengths of 2**24 bytes or more may collide (safe)."""
 
@@ -140,6 +142,8 @@ def _ascii_candidates(
 ) -> _Block:
     """:func:`_block_candidates` of ASCII-only documents, in one compiled pass
     (:func:`ragframe.fetch._ascii.ascii_candidates`; bytes are characters there)."""
+    from ragframe.postprocess._kernels._compile import frozen  # only for large inputs
+
     data, doc_bytes = string_bytes(content)
     word = np.arange(HIGH)[WORDISH[byte_table()[:HIGH]]]
     params = np.zeros(3 + HIGH, dtype=np.int64)
@@ -185,6 +189,8 @@ def _cpus() -> int:
 def _spans(args: tuple[Any, ...], lo: int, hi: int) -> tuple[Ints, Ints]:
     """Byte start and end of the candidates of documents ``lo`` to ``hi`` (exclusive)
     of :func:`ragframe.fetch._ascii.ascii_candidates`'s ``args``."""
+    from ragframe.fetch._ascii import ascii_candidates  # only for large inputs
+
     data, doc_bytes, rows, classes, triple, slots, params, hashes = args
     bounds, docs = doc_bytes[lo : hi + 1], rows[lo:hi]
 
@@ -236,7 +242,10 @@ def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema=schema)
     table, bits = _term_table(docs[c.T_DOC_TERMS])
     content = docs[c.CONTENT]
-    plain = (content.str.len_bytes() == content.str.len_chars()).to_numpy()
+    sizes = content.str.len_bytes()
+    plain = (sizes == content.str.len_chars()).to_numpy()
+    if int(sizes.filter(plain).sum() or 0) <= KERNEL_BYTES:
+        plain[:] = False  # small: the numpy path alone
     other = np.flatnonzero(~plain)
     blocks = _blocks(content.gather(other), other, table, bits)
     if plain.any():
