@@ -16,7 +16,8 @@ Parameters                          :mod:`._config` (:class:`FetchConfig` extend
     "..." joining                   the ellipsis)
     document tokens                 :mod:`._tokenize` (numpy kernel over the content
                                     buffer; byte classes :mod:`._classes`), matches
-                                    :mod:`._terms`
+                                    :mod:`._terms` (ASCII-only documents: one compiled
+                                    pass, :mod:`._ascii`)
     shared passage steps            :mod:`._passages` (needed documents, pair terms,
                                     matches, best passages, joining)
     FastVectorHighlighter           :mod:`._fvh` (fragment lists),

@@ -20,18 +20,29 @@ characters, as in :func:`ragframe.fetch._tokenize.tokenize`, and the tokens are 
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._arrow import content_buffer, strings
+from ragframe._arrow import content_buffer, string_bytes, strings
+from ragframe.fetch import _wordbreak as wb
 from ragframe.fetch._analysis import java_lower_tokens
-from ragframe.fetch._classes import Ints, chars
-from ragframe.fetch._tokenize import token_spans
+from ragframe.fetch._classes import (
+    HIGH,
+    UNDERSCORE,
+    WORDISH,
+    Ints,
+    byte_table,
+    chars,
+    triple_table,
+)
+from ragframe.fetch._tokenize import MAX_TOKEN, token_spans
 
 _U64 = npt.NDArray[np.uint64]
 _FOLD = np.uint64(0x2020202020202020)
@@ -42,6 +53,10 @@ _MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [2**64 - 1], dtype=np
 _MUL = np.uint64(0x9E3779B97F4A7C15)
 _MUL_LEN = np.uint64(0xC2B2AE3D27D4EB4F)
 _DOC_SHIFT = 24
+KERNEL_BYTES = 1 << 20
+"""ASCII-only documents of more bytes than this in all go to the compiled pass; fewer
+take the numpy path, which loads neither numba nor postprocess's kernel machinery (a
+small ``fetch`` stays numba-free)."""
 BLOCK_BYTES = 1 << 21
 """Keys mix ``doc << 24 | length``: lengths of 2**24 bytes or more may collide (safe)."""
 
@@ -61,10 +76,9 @@ def _keys(data: npt.NDArray[np.uint8], starts: Ints, lengths: Ints, mix: _U64) -
     return key
 
 
-def _doc_mix(counts: Ints, first: int) -> _U64:
-    """``document << 24`` for each of ``counts[d]`` items of each document ``d``."""
-    docs = (np.arange(first, first + counts.size, dtype=np.int64) << _DOC_SHIFT).view(np.uint64)
-    return np.repeat(docs, counts)
+def _doc_mix(counts: Ints, rows: Ints) -> _U64:
+    """``rows[d] << 24`` for each of ``counts[d]`` items of each document ``d``."""
+    return np.repeat((rows.astype(np.int64) << _DOC_SHIFT).view(np.uint64), counts)
 
 
 def _term_table(terms: pl.Series) -> tuple[npt.NDArray[np.bool_], int]:
@@ -72,7 +86,8 @@ def _term_table(terms: pl.Series) -> tuple[npt.NDArray[np.bool_], int]:
     one list of lower-cased terms per document), and its size in bits."""
     values = terms.explode()
     ascii_ = (values.is_not_null() & ~values.str.contains(r"[^\x00-\x7F]")).to_numpy()
-    mix = _doc_mix(terms.list.len().fill_null(0).to_numpy().astype(np.int64), 0)[ascii_]
+    counts = terms.list.len().fill_null(0).to_numpy().astype(np.int64)
+    mix = _doc_mix(counts, np.arange(counts.size))[ascii_]
     buf = content_buffer(values.filter(ascii_))
     keys = _keys(buf.data, buf.doc_bytes[:-1], np.diff(buf.doc_bytes), mix)
     bits = int(np.clip(np.ceil(np.log2(max(keys.size, 1) * 64)), 12, 26))
@@ -94,13 +109,13 @@ class _Block(NamedTuple):
 
 
 def _block_candidates(
-    content: pl.Series, first: int, table: npt.NDArray[np.bool_], bits: int
+    content: pl.Series, rows: Ints, table: npt.NDArray[np.bool_], bits: int
 ) -> _Block:
-    """The candidates of the rows ``first, first + 1, ...`` of the frame (``content``)."""
+    """The candidates of the rows ``rows`` of the frame (``content``: their text)."""
     buf = content_buffer(content)
     starts, ends, lengths = token_spans(buf)
     counts = np.diff(np.searchsorted(starts, buf.doc_bytes))
-    slot = _keys(buf.data, starts, lengths, _doc_mix(counts, first))
+    slot = _keys(buf.data, starts, lengths, _doc_mix(counts, rows))
     slot >>= np.uint64(64 - bits)
     keep = table[slot.view(np.int64)]
     multi = np.zeros(0, dtype=np.int64)
@@ -114,12 +129,100 @@ def _block_candidates(
     doc = np.searchsorted(buf.doc_bytes, starts, side="right") - 1
     first_char = chars(buf.doc_bytes, buf.cont_at)[doc]
     return _Block(
-        doc + first,
+        rows[doc],
         strings(buf.data, starts, ends - starts),
         chars(starts, buf.cont_at) - first_char,
         chars(ends, buf.cont_at) - first_char,
         np.searchsorted(kept, multi),
     )
+
+
+def _ascii_candidates(
+    content: pl.Series, rows: Ints, table: npt.NDArray[np.bool_], bits: int
+) -> _Block:
+    """:func:`_block_candidates` of ASCII-only documents, in one compiled pass
+    (:func:`ragframe.fetch._ascii.ascii_candidates`; bytes are characters there)."""
+    from ragframe.postprocess._kernels._compile import frozen  # only for large inputs
+
+    data, doc_bytes = string_bytes(content)
+    word = np.arange(HIGH)[WORDISH[byte_table()[:HIGH]]]
+    params = np.zeros(3 + HIGH, dtype=np.int64)
+    params[:3] = wb.COUNT, UNDERSCORE, MAX_TOKEN
+    params[3 + word] = 1
+    args = (
+        frozen(data, np.uint8),
+        frozen(doc_bytes, np.int64),
+        frozen(rows, np.int64),
+        frozen(byte_table()[:HIGH], np.uint8),
+        frozen(triple_table().ravel(), np.bool_),
+        frozen(np.packbits(table, bitorder="little"), np.uint8),
+        frozen(params, np.int64),
+        frozen([_MUL, _MUL_LEN, np.uint64(64 - bits)], np.uint64),
+    )
+    cuts = np.searchsorted(doc_bytes, np.linspace(0, data.size, _cpus() + 1)[1:-1])
+    bounds = np.unique(np.concatenate([[0], cuts, [rows.size]])).tolist()
+    if len(bounds) > 2:  # the kernel releases the GIL: one part of the documents per CPU
+        with ThreadPoolExecutor(len(bounds) - 1) as pool:
+            parts = list(pool.map(lambda ab: _spans(args, *ab), pairwise(bounds)))
+    else:
+        parts = [_spans(args, 0, rows.size)]
+    starts = np.concatenate([p[0] for p in parts])
+    ends = np.concatenate([p[1] for p in parts])
+    doc = np.searchsorted(doc_bytes, starts, side="right") - 1
+    return _Block(
+        rows[doc],
+        strings(data, starts, ends - starts),
+        starts - doc_bytes[doc],
+        ends - doc_bytes[doc],
+        np.zeros(0, dtype=np.int64),
+    )
+
+
+def _cpus() -> int:
+    """The CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def _spans(args: tuple[Any, ...], lo: int, hi: int) -> tuple[Ints, Ints]:
+    """Byte start and end of the candidates of documents ``lo`` to ``hi`` (exclusive)
+    of :func:`ragframe.fetch._ascii.ascii_candidates`'s ``args``."""
+    from ragframe.fetch._ascii import ascii_candidates  # only for large inputs
+
+    data, doc_bytes, rows, classes, triple, slots, params, hashes = args
+    bounds, docs = doc_bytes[lo : hi + 1], rows[lo:hi]
+
+    def run(starts: Ints, ends: Ints) -> int:
+        found: int = ascii_candidates(
+            data, bounds, docs, classes, triple, slots, params, hashes, starts, ends
+        )
+        return found
+
+    room = int(doc_bytes[hi] - doc_bytes[lo]) // 16 + 64  # candidates: a few of the tokens
+    starts, ends = np.empty(room, np.int64), np.empty(room, np.int64)
+    found = run(starts, ends)
+    if found > room:  # rarely: more than one per 16 bytes
+        starts, ends = np.empty(found, np.int64), np.empty(found, np.int64)
+        run(starts, ends)
+    return starts[:found], ends[:found]
+
+
+def _blocks(
+    content: pl.Series, rows: Ints, table: npt.NDArray[np.bool_], bits: int
+) -> list[_Block]:
+    """:func:`_block_candidates` of the rows ``rows`` (``content``: their text), in
+    blocks of whole documents of about ``BLOCK_BYTES``."""
+    if not rows.size:
+        return []
+    sizes = np.cumsum(content.str.len_bytes().to_numpy().astype(np.int64))
+    marks = np.searchsorted(sizes, np.arange(BLOCK_BYTES, sizes[-1], BLOCK_BYTES), side="right")
+    cuts = np.unique(np.concatenate([[0], marks, [rows.size]])).tolist()
+    return [
+        _block_candidates(content.slice(lo, hi - lo), rows[lo:hi], table, bits)
+        for lo, hi in pairwise(cuts)
+    ]
 
 
 def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
@@ -128,21 +231,26 @@ def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
     ``docs`` holds ``doc_id``, ``content`` (no nulls) and ``__rf_doc_terms`` (the
     lower-cased terms asked for in the document). Tokens are lower-cased, all at once
     at the end (Java's per-code-point rules on the few that hold a non-ASCII
-    character, plain ASCII lower-casing on the others). The content is processed in
-    blocks of whole documents of about ``BLOCK_BYTES``, so that the kernel's
-    whole-array temporaries stay in the CPU cache.
+    character, plain ASCII lower-casing on the others). ASCII-only documents are
+    tokenized and filtered in one compiled pass (:func:`_ascii_candidates`); the
+    others by the numpy tokenizer in blocks of whole documents of about
+    ``BLOCK_BYTES``, so that the kernel's whole-array temporaries stay in the CPU
+    cache.
     """
     schema = candidate_schema(docs.schema[c.DOC_ID])
     if docs.height == 0:
         return pl.DataFrame(schema=schema)
     table, bits = _term_table(docs[c.T_DOC_TERMS])
-    sizes = np.cumsum(docs[c.CONTENT].str.len_bytes().to_numpy().astype(np.int64))
-    marks = np.searchsorted(sizes, np.arange(BLOCK_BYTES, sizes[-1], BLOCK_BYTES), side="right")
-    rows = np.unique(np.concatenate([[0], marks, [docs.height]])).tolist()
     content = docs[c.CONTENT]
-    blocks = [
-        _block_candidates(content.slice(lo, hi - lo), lo, table, bits) for lo, hi in pairwise(rows)
-    ]
+    sizes = content.str.len_bytes()
+    plain = (sizes == content.str.len_chars()).to_numpy()
+    if int(sizes.filter(plain).sum() or 0) <= KERNEL_BYTES:
+        plain[:] = False  # small: the numpy path alone
+    other = np.flatnonzero(~plain)
+    blocks = _blocks(content.gather(other), other, table, bits)
+    if plain.any():
+        ascii_rows = np.flatnonzero(plain)
+        blocks.append(_ascii_candidates(content.gather(ascii_rows), ascii_rows, table, bits))
     before = np.cumsum([0] + [b.start.size for b in blocks[:-1]])
     multi = np.concatenate([b.multi + at for b, at in zip(blocks, before, strict=True)])
     tokens = pl.concat([b.tokens for b in blocks], rechunk=False)
