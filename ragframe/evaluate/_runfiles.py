@@ -115,8 +115,7 @@ def _trec_run(found: _files.Found, ids: IdMode) -> pl.DataFrame:
             )
     pair = pl.struct("qid", "docid")
     repeats = typed.select(~pair.is_first_distinct()).to_series()
-    if repeats.any():
-        at = int(repeats.arg_true()[0])
+    if (at := first_row(repeats)) is not None:
         query, doc = typed["qid"][at], typed["docid"][at]
         same = (pl.col("qid") == query) & (pl.col("docid") == doc)
         before = int(typed.with_row_index("__i").filter(same)["__i"][0])

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe._validate import plural
+from ragframe._validate import first_row, plural
 from ragframe.errors import DataError, SchemaError
 from ragframe.evaluate._ids import check_kind, met, target
 
@@ -23,10 +23,6 @@ _SPAN_HINT = (
     "span judgements need 0 <= start_char <= end_char (code-point offsets into the "
     "document's text, end exclusive)"
 )
-
-
-def _first(bad: pl.Series) -> int:
-    return int(bad.arg_true()[0])
 
 
 def _row(frame: pl.DataFrame, at: int) -> str:
@@ -40,8 +36,7 @@ def checked_spans(frame: pl.DataFrame, place: Place) -> pl.DataFrame:
     reversed."""
     start, end = frame[c.START_CHAR], frame[c.END_CHAR]
     missing = start.is_null() | end.is_null()
-    if missing.any():
-        at = _first(missing)
+    if (at := first_row(missing)) is not None:
         raise DataError(
             f"qrels: {plural(int(missing.sum()), 'span judgement')} without start_char or "
             f"end_char (null); first: {place(at)}: {_row(frame, at)}; expected both offsets "
@@ -54,8 +49,7 @@ def checked_spans(frame: pl.DataFrame, place: Place) -> pl.DataFrame:
         (start > end, "start_char > end_char"),
     )
     for bad, what in checks:
-        if bad.any():
-            at = _first(bad)
+        if (at := first_row(bad)) is not None:
             raise DataError(
                 f"qrels: {plural(int(bad.sum()), 'span')} with {what}; first: {place(at)}: "
                 f"{_row(frame, at)}; {_SPAN_HINT}"
@@ -91,8 +85,7 @@ def _lengths(documents: Any) -> pl.DataFrame:
         )
     lengths = frame.select(c.DOC_ID, length.alias(c.CHAR_COUNT))
     repeated = lengths[c.DOC_ID].is_duplicated()
-    if repeated.any():
-        at = _first(repeated)
+    if (at := first_row(repeated)) is not None:
         raise DataError(
             f"documents: {plural(int(repeated.sum()), 'row')} share a doc_id; first: row "
             f"{at}: {lengths[c.DOC_ID][at]!r}; expected one row per document (its whole "
@@ -112,8 +105,7 @@ def known_documents(frame: pl.DataFrame, documents: Any, place: Place) -> None:
         known, on=c.DOC_ID, how="left", maintain_order="left"
     )
     unknown = looked[c.CHAR_COUNT].is_null()
-    if unknown.any():
-        at = _first(unknown)
+    if (at := first_row(unknown)) is not None:
         count = docs.filter(unknown).n_unique()
         raise DataError(
             f"qrels: {plural(int(unknown.sum()), 'judgement')} on "
@@ -123,8 +115,7 @@ def known_documents(frame: pl.DataFrame, documents: Any, place: Place) -> None:
     if c.END_CHAR not in frame.columns:
         return
     past = frame[c.END_CHAR] > looked[c.CHAR_COUNT]
-    if past.any():
-        at = _first(past)
+    if (at := first_row(past)) is not None:
         raise DataError(
             f"qrels: {plural(int(past.sum()), 'span')} past the end of its document; first: "
             f"{place(at)}: {_row(frame, at)}, the document has {looked[c.CHAR_COUNT][at]} "
