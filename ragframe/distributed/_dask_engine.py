@@ -15,8 +15,7 @@ import pyarrow as pa
 
 from ragframe.distributed import _dask_tasks as t
 from ragframe.distributed._inputs import require
-from ragframe.driver._engine import Keyed, Rows, Step, Work
-from ragframe.errors import RagframeError
+from ragframe.driver._engine import Keyed, Rows, Step, Work, workers_died
 
 
 def _apply(df: Any, step: Step, **shared: Any) -> Any:
@@ -83,12 +82,11 @@ class DaskEngine:
         try:
             return list(self.client.gather(futures))
         except KilledWorker as exc:  # lost workers past the scheduler's allowed failures
-            raise RagframeError(
-                f"the Dask run failed: a worker died running its task {exc.task!r}, "
-                f"{exc.allowed_failures + 1} time(s) in all, past the scheduler's "
-                f"distributed.scheduler.allowed-failures ({exc.allowed_failures}); nothing "
-                "was written; expected workers that stay up (their logs say why one "
-                "ended: killed, out of memory)"
+            raise workers_died(
+                "Dask",
+                f"its task {exc.task!r}, {exc.allowed_failures + 1} time(s) in all, past the "
+                "scheduler's distributed.scheduler.allowed-failures "
+                f"({exc.allowed_failures})",
             ) from None
 
     def run(

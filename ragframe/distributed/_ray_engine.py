@@ -24,7 +24,7 @@ from ragframe.distributed._inputs import (
     parquet_rows,
     require,
 )
-from ragframe.driver._engine import Keyed, Rows, Step, Work
+from ragframe.driver._engine import Keyed, Rows, Step, Work, workers_died
 from ragframe.errors import RagframeError
 
 
@@ -124,10 +124,8 @@ class RayEngine:
             raise
         except died as exc:
             reason = str(exc).split("\n", 1)[0].split(". ", 1)[0]
-            raise RagframeError(
-                f"the Ray run failed: a worker died running one of its tasks, past the task's "
-                f"retries ({reason}); nothing was written; expected workers that stay up "
-                "(their logs say why one ended: killed, out of memory)"
+            raise workers_died(
+                "Ray", f"one of its tasks, past the task's retries ({reason})"
             ) from None
 
     def run(

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from ragframe.errors import RagframeError
+
 Step = Callable[..., pa.Table]
 """A piece of rows (Arrow) and shared values -> a piece of rows (a row-wise step)."""
 Keyed = Callable[[pa.Table, int], pa.Table]
@@ -78,3 +80,12 @@ class Engine(Protocol):
         """``work`` on every partition (lost tasks run again): the list of outputs, or,
         given ``lazy`` (the empty output), the engine's own frame of them."""
         ...
+
+
+def workers_died(engine: str, running: str) -> RagframeError:
+    """The error of a run whose workers died running ``running`` past the engine's
+    retries (the same words on every engine)."""
+    return RagframeError(
+        f"the {engine} run failed: a worker died running {running}; nothing was written; "
+        "expected workers that stay up (their logs say why one ended: killed, out of memory)"
+    )
