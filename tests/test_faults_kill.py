@@ -211,7 +211,7 @@ def test_dask_worker_killed_mid_task_the_run_completes(
     out.parent.mkdir()
     with _dask_cluster(allowed_failures=3) as client:
         args = [*_postprocess_args(inputs, out), *_dask_args(client)]
-        done, killed = _run_and_kill(args, _dask_busy(client, "ragframe-postprocess_piece"))
+        done, killed = _run_and_kill(args, _dask_busy(client, "ragframe-work"))
     assert killed, f"no worker was killed mid-task: nothing was tested ({done.stderr})"
     _assert_whole(done, out, inputs[2])
 
@@ -224,7 +224,7 @@ def test_dask_worker_killed_without_a_retry_the_run_fails_whole(
     out.parent.mkdir()
     with _dask_cluster(allowed_failures=0) as client:
         args = [*_postprocess_args(inputs, out), *_dask_args(client)]
-        done, killed = _run_and_kill(args, _dask_busy(client, "ragframe-postprocess_piece"))
+        done, killed = _run_and_kill(args, _dask_busy(client, "ragframe-work"))
     assert killed, f"no worker was killed mid-task: nothing was tested ({done.stderr})"
     _assert_failed_whole(done, out, "error: the Dask run failed: a worker died running its task")
 
