@@ -145,7 +145,7 @@ def test_one_reader_takes_globs_folders_and_standard_input(
     ]
     for text in ("1 0 d1 1\n", "query_id,doc_id,relevance\n1,d1,1\n"):
         monkeypatch.setattr(sys, "stdin", _Stdin(text.encode()))
-        monkeypatch.setattr("ragframe._sources.SPOOLED", [])
+        monkeypatch.setattr("ragframe.io._sources.SPOOLED", [])
         assert read_qrels("-").select("query_id", "doc_id").row(0) == ("1", "d1")
 
 

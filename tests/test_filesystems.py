@@ -19,8 +19,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from ragframe import _atomic, io
+from ragframe import io
 from ragframe.cli import main
+from ragframe.io import _atomic
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
 boto3 = pytest.importorskip("boto3")
@@ -239,7 +240,7 @@ def test_a_failed_upload_leaves_the_old_output_and_no_temporary(
 ) -> None:
     """The upload breaks after the temporary is written: the target keeps its old
     content, and the temporary is removed."""
-    from ragframe import _filesystems
+    from ragframe.io import _uploads
 
     old = pl.DataFrame({"a": [1]})
     io.write_table(old, f"s3://{bucket}/t.parquet")
@@ -249,7 +250,7 @@ def test_a_failed_upload_leaves_the_old_output_and_no_temporary(
     def broken_move(fs: Any, source: str, target: str) -> None:
         raise OSError("connection reset during the move")
 
-    monkeypatch.setattr(_filesystems, "_move", broken_move)
+    monkeypatch.setattr(_uploads, "_move", broken_move)
     new = pl.DataFrame({"a": [2, 3]})
     for target in [f"s3://{bucket}/t.parquet", f"s3://{bucket}/parts/"]:
         with pytest.raises(io.RagframeError, match=f"cannot write {target}: connection reset"):

@@ -11,8 +11,9 @@ from typing import Any, NoReturn
 
 import polars as pl
 
-from ragframe import _unreadable, io
+from ragframe import io
 from ragframe.errors import RagframeError
+from ragframe.io import _unreadable
 
 _INTEGER = re.compile(r"[+-]?[0-9]{1,40}")
 

@@ -16,12 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragframe import _atomic, io
+from ragframe import io
 from ragframe import schema as c
 from ragframe.cli._common import integer
 from ragframe.cli._options import config_from_args
 from ragframe.distributed._inputs import parquet_files, refuse_hive, require
 from ragframe.errors import ConfigError, RagframeError
+from ragframe.io import _atomic
 
 if TYPE_CHECKING:
     from ragframe.evaluate import SweepResult

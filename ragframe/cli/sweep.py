@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, TextIO
 
-from ragframe import _atomic, _filesystems, io
+from ragframe import io
 from ragframe import schema as c
 from ragframe.cli._common import (
     add_command,
@@ -23,6 +23,7 @@ from ragframe.cli._engine import add_engine_options, on_engine, sweep_on_engine
 from ragframe.cli.evaluate import add_qrels_options, read_judgements
 from ragframe.errors import ConfigError, RagframeError
 from ragframe.evaluate._columns import HIGH, LOW, P_HOLM, PARETO
+from ragframe.io import _atomic, _filesystems
 
 EPILOG = """\
 GRID is a TOML file of postprocess parameters and their values; every combination runs:

@@ -28,7 +28,6 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ragframe._unreadable import naming
 from ragframe._validate import as_config
 from ragframe.dataset._run import (
     CHUNK_TEXT,
@@ -38,6 +37,7 @@ from ragframe.dataset._run import (
     RunSummary,
 )
 from ragframe.errors import ConfigError
+from ragframe.io._unreadable import naming
 
 if TYPE_CHECKING:
     from ragframe.fetch import FetchConfig

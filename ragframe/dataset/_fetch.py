@@ -26,15 +26,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ragframe import _atomic, io
+from ragframe import io
 from ragframe import schema as c
-from ragframe._sinks import parquet_options
 from ragframe.dataset._inputs import Input, stored_bytes
 from ragframe.dataset._progress import Progress
 from ragframe.dataset._run import RunSummary, arrow_schema, spill_place
 from ragframe.errors import SchemaError
 from ragframe.fetch import FetchConfig, fetch
 from ragframe.fetch._strategy import request_key
+from ragframe.io import _atomic
+from ragframe.io._sinks import parquet_options
 from ragframe.partition import ORDER, bucket, fetch_order, fetch_part
 
 ROW_GROUP = 4096

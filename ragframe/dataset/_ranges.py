@@ -36,10 +36,10 @@ from pathlib import Path
 
 import polars as pl
 
-from ragframe import _atomic, _targets
 from ragframe import schema as c
 from ragframe.dataset._inputs import Bound, Input, group_ranges, rows_read
 from ragframe.errors import RagframeError
+from ragframe.io import _atomic, _targets
 
 PART = c.TMP + "partition"
 """The spilled rows' partition, the key of the spill's folders."""

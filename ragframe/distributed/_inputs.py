@@ -18,10 +18,10 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._sources import walk
-from ragframe._unreadable import check_footers, naming, unreadable
 from ragframe.dataset._run import ROWS_PER_PARTITION
 from ragframe.errors import ConfigError, RagframeError
+from ragframe.io._sources import walk
+from ragframe.io._unreadable import check_footers, naming, unreadable
 
 POS = c.TMP + "pos"
 """A row's input position, ``piece << 32 | row``: sorting a partition by it restores the

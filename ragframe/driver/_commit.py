@@ -1,7 +1,7 @@
 """Workers write, the driver commits: every partition's part is written by its worker
 into a temporary folder beside the output (``part-00000.parquet``, ...); the driver
 renames the folder into place when every part is there, and removes it on any failure
-or signal (:mod:`ragframe._atomic`), so nothing is visible before every part is written
+or signal (:mod:`ragframe.io._atomic`), so nothing is visible before every part is written
 and nothing is left behind. A file output is made from the finished parts by the
 driver one partition at a time (:func:`assemble`): it never holds more."""
 
@@ -16,9 +16,10 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from ragframe import _atomic, io
+from ragframe import io
 from ragframe import schema as c
 from ragframe.errors import RagframeError
+from ragframe.io import _atomic
 
 
 def check_folder(target: str | os.PathLike[str]) -> Path:

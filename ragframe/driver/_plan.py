@@ -18,10 +18,10 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe._unreadable import naming
 from ragframe.dataset._ranges import query_ranges
 from ragframe.distributed._inputs import PART, is_path, parquet_files, partition_count
 from ragframe.distributed._parts import frame, with_part
+from ragframe.io._unreadable import naming
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,9 @@ from typing import Literal
 
 import polars as pl
 
-from ragframe import _filesystems, _sources, _textfiles
 from ragframe import schema as c
 from ragframe.errors import ConfigError, RagframeError
+from ragframe.io import _filesystems, _sources, _textfiles
 
 Kind = Literal["table", "beir", "trec"]
 FILE, LINE = c.TMP + "file", c.TMP + "line"

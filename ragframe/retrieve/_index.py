@@ -30,8 +30,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ragframe import _atomic
 from ragframe.errors import DataError, RagframeError
+from ragframe.io import _atomic
 from ragframe.retrieve._analysis import analyze
 from ragframe.retrieve._norms import length_to_byte
 from ragframe.retrieve._vocab import Vocabulary

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import polars as pl
 
-from ragframe import _atomic
-from ragframe._sources import FORMATS, table_format
 from ragframe.errors import RagframeError
+from ragframe.io import _atomic
+from ragframe.io._sources import FORMATS, table_format
 
 _FULL = {
     errno.ENOSPC: "no space left on the device",

@@ -23,8 +23,8 @@ from typing import BinaryIO
 
 import polars as pl
 
-from ragframe import _atomic, _filesystems, _textfiles
 from ragframe.errors import RagframeError
+from ragframe.io import _atomic, _filesystems, _textfiles
 
 STDIO = "-"
 """The path that means standard input (or output)."""
@@ -96,7 +96,7 @@ def resolve(path: str | os.PathLike[str]) -> Source:
 
 
 def _remote(uri: str) -> Source:
-    """A remote input, read from its local copy (:func:`ragframe._filesystems.fetch`)."""
+    """A remote input, read from its local copy (:func:`ragframe.io._filesystems.fetch`)."""
     try:
         found = resolve(_filesystems.fetch(uri))
     except RagframeError as exc:

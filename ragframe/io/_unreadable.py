@@ -95,7 +95,7 @@ def first_unreadable(files: Iterable[FileName]) -> RagframeError | None:
 def parquet_files_of(given: Any) -> list[str]:
     """The Parquet files of an input given as a path (a file, a folder, a glob), or of
     a list of them; none for anything else (a frame) or a path that finds nothing."""
-    from ragframe import _sources
+    from ragframe.io import _sources
 
     items = [given] if isinstance(given, str | os.PathLike) else given
     if not isinstance(items, list | tuple):

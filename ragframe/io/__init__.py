@@ -32,7 +32,8 @@ filesystems), any scheme fsspec knows (``memory://``, ...), or ``file://`` (a lo
 path). A remote input is copied to a local temporary and read as a local one; a remote
 output is written locally, then uploaded to a temporary key beside the target and
 moved into place. Credentials and endpoints come from the usual environment
-(``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ...); see :mod:`ragframe._filesystems`.
+(``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ...); see :mod:`ragframe.io._filesystems`
+(reading) and :mod:`ragframe.io._uploads` (writing).
 """
 
 from __future__ import annotations
@@ -45,15 +46,23 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ragframe import _atomic, _filesystems, _sources, _targets, _textfiles, _unreadable
-from ragframe._atomic import TEMP_MARK, remove_temporaries, stale_temporaries
-from ragframe._sources import STDIO, Source, explain_read_error, read_error, table_format
 from ragframe.errors import RagframeError
+from ragframe.io import (
+    _atomic,
+    _filesystems,
+    _sources,
+    _targets,
+    _textfiles,
+    _unreadable,
+    _uploads,
+)
+from ragframe.io._atomic import TEMP_MARK, remove_temporaries, stale_temporaries
+from ragframe.io._sources import STDIO, Source, explain_read_error, read_error, table_format
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ragframe._sinks import Sink
+    from ragframe.io._sinks import Sink
 
 __all__ = [
     "STDIO",
@@ -193,7 +202,7 @@ def check_output(path: str | os.PathLike[str], *, table: bool = True) -> Path:
     if _filesystems.is_remote(shown):  # a URI: checked there, returned as given
         if table and not is_directory(shown):
             table_format(shown)
-        _filesystems.check(shown, is_directory(shown))
+        _uploads.check(shown, is_directory(shown))
         return Path(shown)
     target = Path(os.path.realpath(path))
     if is_directory(path):
@@ -225,13 +234,13 @@ def open_output(
         RagframeError: the output cannot be written (:func:`check_output`), or a
             write failed; the message names ``path``, never the temporary.
     """
-    from ragframe import _sinks  # Arrow's writers: loaded by the runs that write pieces
+    from ragframe.io import _sinks  # Arrow's writers: loaded by the runs that write pieces
 
     path = _filesystems.local(path)
     if _filesystems.is_remote(path):  # written here first, then uploaded
         check_output(path)
         with (
-            _filesystems.staged(os.fspath(path)) as written,
+            _uploads.staged(os.fspath(path)) as written,
             open_output(written, schema, fmt=fmt, pieces=pieces) as staged,
         ):
             yield staged
@@ -298,7 +307,7 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
     shown = os.fspath(path)
     if _filesystems.is_remote(shown):  # written here first, then uploaded
         check_output(shown, table=False)
-        with _filesystems.staged(shown) as written:
+        with _uploads.staged(shown) as written:
             write_atomically(written, write)
         return
     target = check_output(path, table=False)

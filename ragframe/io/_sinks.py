@@ -22,9 +22,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ragframe import _atomic
 from ragframe import schema as c
-from ragframe._targets import failure, flat
+from ragframe.io import _atomic
+from ragframe.io._targets import failure, flat
 
 Piece: TypeAlias = pl.DataFrame | pa.Table
 WholeWriter = Callable[[pl.DataFrame, str, str], None]
