@@ -388,3 +388,32 @@ def test_cli_engine_workers_write_every_output_as_local(
         "parts",
         "requests.parquet",
     ]
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_a_broadcast_store_file_is_read_by_the_workers_again_when_rewritten(
+    name: str,
+    cranfield: Path,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store given as files travels as their names: the driver never reads it (its
+    reader is made to fail here), and a worker that read it in one run reads it again
+    when the file was rewritten before the next (same path, other text)."""
+    from ragframe.driver import _run
+
+    def no_driver_read(store: Any) -> Any:
+        raise AssertionError(f"the driver read the store {store!r}")
+
+    monkeypatch.setattr(_run, "local_table", no_driver_read)
+    engine = _engine(name, request)
+    results = str(cranfield / "results_minilm.parquet")
+    chunks = pl.read_parquet(cranfield / "chunks.parquet")
+    store = tmp_path / "chunks.parquet"
+    for text in (pl.col("text"), pl.col("text").str.to_uppercase()):
+        chunks.with_columns(text).write_parquet(store)
+        got = engine.postprocess(
+            results, CONFIG, chunks=str(store), collect=True, partitions=3, broadcast=True
+        )
+        assert_frame_equal(got, _local_blocks(pl.scan_parquet(results), pl.scan_parquet(store)))

@@ -12,11 +12,20 @@ from typing import Any
 import pyarrow as pa
 
 from ragframe.distributed import _parts as parts
-from ragframe.distributed._inputs import CHUNK, ENTITY, broadcast_store, local_table, positioned
+from ragframe.distributed._inputs import (
+    CHUNK,
+    ENTITY,
+    broadcast_store,
+    is_path,
+    local_table,
+    parquet_files,
+    positioned,
+)
 from ragframe.driver import _commit
 from ragframe.driver._engine import Engine, Rows
 from ragframe.driver._plan import Plan, plan
 from ragframe.driver._stages import Stage
+from ragframe.driver._store_files import StoreFiles
 from ragframe.driver._work import work
 
 
@@ -82,6 +91,9 @@ def _store(
     if store is None:
         return None, None, None
     if broadcast_store(store, broadcast):
+        if is_path(store):  # read by each worker, never by the driver
+            files = StoreFiles.of(parquet_files(store))
+            return engine.share(files), None, files.empty()
         table = local_table(store)
         return engine.share(table), None, table.slice(0, 0)
     keyed = parts.keyed_store if stage.joined else parts.store_positioned

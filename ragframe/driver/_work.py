@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from ragframe import io
 from ragframe.distributed._parts import frame
+from ragframe.driver._store_files import StoreFiles
 
 ROWS = "rows"
 """The one column of what a worker returns after writing its part."""
@@ -41,6 +42,8 @@ def work(
     when given (a one-row count returned instead)."""
     from ragframe.driver._stages import STAGES
 
+    if isinstance(store, StoreFiles):
+        store = store.table()
     out = STAGES[stage].piece(own, side if side is not None else store, **options)
     if folder is None:
         return out
