@@ -67,18 +67,24 @@ class Ranges:
 
 
 def query_ranges(
-    frame: pl.LazyFrame, rows_per_partition: int, known_rows: int | None = None
+    frame: pl.LazyFrame,
+    rows_per_partition: int,
+    known_rows: int | None = None,
+    *,
+    counted: bool = False,
 ) -> Ranges:
     """Cut the queries of ``frame``, sorted, into ranges of about ``rows_per_partition``
     rows (a query is never cut). ``known_rows``, the frame's row count when known without
     reading it (Parquet metadata, a frame in memory): at most ``rows_per_partition``
     make one partition of every row, with no counting pass (its query count then 0:
-    not counted)."""
+    not counted). ``counted``: ``frame`` holds counts already (``query_id`` and ``len``,
+    a query possibly on several rows: their counts are added up)."""
     if known_rows is not None and known_rows <= rows_per_partition:
         one = [(None, None)] if known_rows else []
         return Ranges(one, [known_rows] * len(one), [0] * len(one), False)
     key = pl.col(c.QUERY_ID)
-    plan = frame.group_by(key).agg(pl.len()).sort(key, nulls_last=False)
+    rows_of = pl.col("len").sum() if counted else pl.len()
+    plan = frame.group_by(key).agg(rows_of.alias("len")).sort(key, nulls_last=False)
     counts = plan.collect(engine="streaming")
     nulls = counts.height > 0 and counts[c.QUERY_ID][0] is None
     null_rows = int(counts["len"][0]) if nulls else 0

@@ -1,8 +1,9 @@
 """The driver's plan of partitions, the same for every engine.
 
-A stage keyed by query, over Parquet files, gets **ranges of whole queries**: one
-streaming pass over the files' ``query_id`` column counts each query's rows and cuts the
-sorted queries into ranges (:func:`ragframe.dataset._ranges.query_ranges`, the local
+A stage keyed by query, over Parquet files, gets **ranges of whole queries**: the
+workers count each query's rows in their pieces (:func:`query_counts`), the driver adds
+up those counts (the queries and their counts, never the rows) and cuts the sorted
+queries into ranges (:func:`ragframe.dataset._ranges.query_ranges`, the local
 runner's), so partition ``k`` holds the queries of range ``k``: the parts, in order,
 are the output in the single-machine order, and a file output is their concatenation.
 An engine's own frame (its row count unknown to the driver) and fetch (whole
@@ -11,6 +12,7 @@ documents) get **hash buckets** (:func:`ragframe.partition.bucket`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,16 +51,30 @@ class Plan:
         return rows.with_columns(part.fill_null(0).alias(PART)).to_arrow()
 
 
+def query_counts(table: pa.Table) -> pa.Table:
+    """Each query of a piece and its rows there (what a worker gives the plan)."""
+    return frame(table).group_by(c.QUERY_ID).agg(pl.len()).to_arrow()
+
+
 def plan(
-    source: Any, key: str, rows: int | None, pieces: int, wanted: int | None, workers: int
+    source: Any,
+    key: str,
+    rows: int | None,
+    pieces: int,
+    wanted: int | None,
+    workers: int,
+    counts: Callable[[], pa.Table],
 ) -> Plan:
     """The partitions of ``source`` (``rows``: its row count where known, else as many as
-    its ``pieces``): ``wanted``, or from the row count, a multiple of the workers."""
+    its ``pieces``): ``wanted``, or from the row count, a multiple of the workers.
+    ``counts``: the pieces' :func:`query_counts`, concatenated (asked for only where the
+    plan is ranges of queries)."""
     n = wanted or partition_count(rows, pieces, workers)
     if key != c.QUERY_ID or not is_path(source) or rows is None or n == 1:
         return Plan(n, None, key)
     files = parquet_files(source)
     with naming(files):  # a damaged file: an error naming it, as a worker's read says
-        ranges = query_ranges(pl.scan_parquet(files).select(c.QUERY_ID), math.ceil(rows / n))
+        counted = pl.DataFrame(counts()).lazy()
+        ranges = query_ranges(counted, math.ceil(rows / n), counted=True)
     bounds = ranges.bounds or [(None, None)]
     return Plan(len(bounds), [hi for _, hi in bounds[:-1]], key)

@@ -23,7 +23,7 @@ from ragframe.distributed._inputs import (
 )
 from ragframe.driver import _commit
 from ragframe.driver._engine import Engine, Rows
-from ragframe.driver._plan import Plan, plan
+from ragframe.driver._plan import Plan, plan, query_counts
 from ragframe.driver._stages import Stage
 from ragframe.driver._store_files import StoreFiles
 from ragframe.driver._work import work
@@ -63,7 +63,13 @@ def run_stage(
     if stage.prepare is not None:
         rows = stage.prepare(engine, rows)
     shared_store, store_rows, empty_store = _store(engine, store, broadcast, stage)
-    the_plan = plan(source, stage.key, rows.count, rows.partitions, partitions, engine.workers)
+
+    def counts() -> pa.Table:
+        return engine.gather(engine.then(rows, query_counts))
+
+    the_plan = plan(
+        source, stage.key, rows.count, rows.partitions, partitions, engine.workers, counts
+    )
     keyed = engine.then(rows, the_plan.step)
     own = engine.partition(keyed, the_plan.partitions)
     side = None
