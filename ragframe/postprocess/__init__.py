@@ -163,7 +163,7 @@ def load_kernels_ahead(rows: int | None = None) -> None:
     few enough that the kernels run as plain Python (``$RAGFRAME_PYTHON_ROWS``, 2,000
     by default). Optional: every call loads what it needs anyway.
     """
-    from ragframe.postprocess._kernels import _compile, _preload
+    from ragframe._kernels import _compile, _preload
 
     if rows is None or rows > _compile.python_rows():
         _preload.load_in_background()

@@ -31,6 +31,8 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import string_addresses
+from ragframe._kernels._compile import I64, frozen
+from ragframe._kernels._parts import in_parts
 from ragframe.postprocess._kernels._bpe import (
     NO_RANK,
     CachePool,
@@ -40,8 +42,6 @@ from ragframe.postprocess._kernels._bpe import (
     count_texts,
     truncations,
 )
-from ragframe.postprocess._kernels._compile import I64, frozen
-from ragframe.postprocess._kernels._parts import in_parts
 
 CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++"""

@@ -34,12 +34,12 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe._arrow import consecutive_strings, int64_lists, string_addresses
+from ragframe._kernels._compile import F64, I64, Bools, frozen
 from ragframe._validate import MAX_COUNT
 from ragframe.postprocess import _bpe, _token_budget
 from ragframe.postprocess import _merge as _char_merge
 from ragframe.postprocess._budget import within_budget
 from ragframe.postprocess._kernels._bpe import ascii_texts
-from ragframe.postprocess._kernels._compile import F64, I64, Bools, frozen
 from ragframe.postprocess._kernels._merge import NotCounted, Texts, merge, write_blocks
 from ragframe.postprocess._merge import (
     MergeOrder,

@@ -25,8 +25,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ragframe.postprocess._kernels._buffers import text_at
-from ragframe.postprocess._kernels._compile import (
+from ragframe._kernels._buffers import text_at
+from ragframe._kernels._compile import (
     I64,
     U8,
     ZERO,
