@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SHARED = ("ragframe._kernels", "ragframe.postprocess._kernels")
+SHARED = ("ragframe._kernels", "ragframe.postprocess._kernels", "ragframe.tokens._kernels")
 """The packages of the shared family (see the module docstring)."""
 PACKAGE = Path(__file__).resolve().parent.parent
 """The ``ragframe`` package's folder."""

@@ -30,18 +30,18 @@ from ragframe._kernels._compile import (
     internal,
 )
 from ragframe._kernels._parts import in_parts
-from ragframe.postprocess._kernels._bpe import (
+from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
+from ragframe.postprocess._kernels._text import budget_cut, code_points, trimmed
+from ragframe.tokens._kernels._bpe import is_ascii
+from ragframe.tokens._kernels._count import (
     Cache,
     CachePool,
     Vocab,
     count_tail,
-    is_ascii,
     new_cache,
     new_scratch,
     no_pieces,
 )
-from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
-from ragframe.postprocess._kernels._text import budget_cut, code_points, trimmed
 
 
 @internal
