@@ -78,7 +78,7 @@ def _counter(name: str) -> Any:
     if name == "cl100k":
         return token_counter(CL100K)
     if name == "tiktok":
-        from ragframe.postprocess._tokens import TiktokenCounter
+        from ragframe.tokens._counters import TiktokenCounter
 
         return Timed(TiktokenCounter(token_counter(CL100K).encoding, compiled=False))  # type: ignore[attr-defined]
     return Timed(TOKENIZERS[name])

@@ -1,4 +1,4 @@
-"""``cl100k_base`` counted in compiled code (:mod:`ragframe.postprocess._bpe`) against
+"""``cl100k_base`` counted in compiled code (:mod:`ragframe.tokens._bpe`) against
 tiktoken itself: counts of adversarial ASCII text, the longest-prefix bisection of a
 truncation, the merge in tokens (engine == reference, whose counts are tiktoken's
 ``encode_ordinary``), and what falls back to tiktoken (other characters, other
@@ -18,9 +18,14 @@ from hypothesis import strategies as st
 
 import ragframe
 from ragframe import schema as c
-from ragframe.postprocess import PostprocessConfig, _bpe, token_counter
-from ragframe.postprocess._token_budget import _truncate, _truncate_in_rounds
-from ragframe.postprocess._tokens import TiktokenCounter
+from ragframe.postprocess import PostprocessConfig, token_counter
+from ragframe.postprocess._token_budget import (
+    _truncate,
+    _truncate_in_rounds,
+    truncated_in_kernels,
+)
+from ragframe.tokens import _bpe
+from ragframe.tokens._counters import TiktokenCounter
 from tests.conftest import CRANFIELD, assert_same_rows, run_engine, run_reference
 from tests.test_postprocess_properties import candidate_frames, configs, merge_heavy, seam_chains
 
@@ -119,7 +124,9 @@ def test_other_characters_fall_back_to_tiktoken() -> None:
     assert counts(values) == [tiktoken_count(t) for t in values]
     counting = _bpe.kernel_vocab(token_counter(CL100K))
     assert counting is not None
-    assert _bpe.truncated(pl.Series(["naïve"]), counting, 1, 80)[2].tolist() == [-1]  # in rounds
+    assert truncated_in_kernels(pl.Series(["naïve"]), counting, 1, 80)[2].tolist() == [
+        -1
+    ]  # in rounds
     assert _compiled_truncation("naïve café au lait", 2) == _truncated("naïve café au lait", 2)
 
 
@@ -240,7 +247,7 @@ def test_a_query_with_other_characters_leaves_the_others_compiled(
 def test_a_long_piece_is_left_to_tiktoken(long: str) -> None:
     # the kernels' merge of a piece is quadratic: a piece over LONG_PIECE bytes is not
     # counted there (tiktoken's own merge is n log n), with the same counts
-    from ragframe.postprocess._kernels._bpe import LONG_PIECE
+    from ragframe.tokens._kernels._count import LONG_PIECE
 
     assert len(long) > LONG_PIECE
     text = "a few words " + long + " and more"

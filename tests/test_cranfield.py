@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from ragframe import schema as c
+from ragframe._kernels import _parts
 from ragframe.postprocess import PostprocessConfig
-from ragframe.postprocess._kernels import _parts
 from ragframe.reference._text import JAVA_WHITESPACE, truncate
 from tests.conftest import (
     CRANFIELD,

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragframe._arrow import content_buffer
+from ragframe._kernels import _compile
 from ragframe.fetch import _terms
 from ragframe.fetch import _wordbreak as wb
 from ragframe.fetch._classes import HIGH, UNDERSCORE, WORDISH, byte_table, pair_table
 from ragframe.fetch._tokenize import MAX_TOKEN, token_bytes
-from ragframe.postprocess._kernels import _compile
 
 ASCII_EDGES = [
     "prandtl's O'Neil's ab'cd' 'quoted' rock'n'roll a''b a'1 e.g. m.i.t. U.S.A foo.bar",

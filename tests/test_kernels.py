@@ -327,7 +327,7 @@ def test_row_views_read_the_rows_asked_for_in_place(
     values of up to 12 bytes and buffered ones), offset slices included."""
     import ctypes
 
-    from ragframe.postprocess._kernels._buffers import row_views
+    from ragframe._kernels._buffers import row_views
 
     chunks = [pl.Series(p, dtype=pl.String) for p in pieces]
     column = pl.concat(chunks, rechunk=False)

@@ -17,7 +17,8 @@ import pytest
 
 import ragframe
 from ragframe import cli
-from ragframe.postprocess._kernels import _ahead, _jit, _preload
+from ragframe._kernels import _ahead, _jit, _own, _preload
+from ragframe.postprocess import _kernels  # noqa: F401 -- plans postprocess's run order
 
 PACKAGE = Path(ragframe.__file__).resolve().parent
 
@@ -103,12 +104,16 @@ def test_the_reference_imports_nothing_from_the_engine() -> None:
             assert not outside, f"{name} imports {sorted(outside)}"
 
 
+def _in_shared_family(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in _own.SHARED)
+
+
 def test_kernel_files_import_only_kernel_files_and_the_arrow_reader() -> None:
-    """Everything compiled is in the files the cache key hashes."""
-    kernels = "ragframe.postprocess._kernels"
+    """Everything compiled is in the files the cache key hashes: a file of the shared
+    family imports only the family's files (and the Arrow reader)."""
     for name, imported in GRAPH.items():
-        if name.startswith(kernels + "."):
-            outside = {m for m in imported if not m.startswith(kernels) and m != "ragframe._arrow"}
+        if _in_shared_family(name):
+            outside = {m for m in imported if not _in_shared_family(m) and m != "ragframe._arrow"}
             assert not outside, f"{name} imports {sorted(outside)}"
     arrow = ast.dump(ast.parse(MODULES["ragframe._arrow"].read_text()))
     assert "numba" not in arrow  # read at run time only, never compiled
@@ -116,20 +121,39 @@ def test_kernel_files_import_only_kernel_files_and_the_arrow_reader() -> None:
 
 def test_the_cache_key_changes_with_any_kernel_file(tmp_path: Path) -> None:
     """Editing a constant in one kernel file (MIN_OVERLAP, read by another file's
-    kernels) changes the key, so nothing compiled before is reused."""
-    copy = tmp_path / "kernels"
-    shutil.copytree(_jit.KERNELS, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    before = _jit.sources_hash(copy)
-    assert before == _jit.sources_hash(_jit.KERNELS)
-    overlap = copy / "_overlap.py"
+    kernels) changes the key, so nothing compiled before is reused; so does a new file
+    in any of the family's folders, the shared building blocks' included."""
+    assert PACKAGE / "postprocess" / "_kernels" in _jit.KERNELS
+    assert PACKAGE / "_kernels" in _jit.KERNELS
+    copies = []
+    for i, folder in enumerate(_jit.KERNELS):
+        copies.append(tmp_path / str(i) / folder.name)
+        shutil.copytree(folder, copies[-1], ignore=shutil.ignore_patterns("__pycache__"))
+    before = _jit.sources_hash(*copies)
+    assert before == _jit.sources_hash(*_jit.KERNELS)
+    overlap = copies[list(_jit.KERNELS).index(PACKAGE / "postprocess" / "_kernels")] / "_overlap.py"
     text = overlap.read_text()
     assert "MIN_OVERLAP = 20" in text
     overlap.write_text(text.replace("MIN_OVERLAP = 20", "MIN_OVERLAP = 21"))
-    assert _jit.sources_hash(copy) != before
-    (copy / "_overlap.py").write_text(text)
-    (copy / "_new.py").write_text("X = 1\n")
-    assert _jit.sources_hash(copy) != before
+    assert _jit.sources_hash(*copies) != before
+    overlap.write_text(text)
+    for copy in copies:
+        (copy / "_new.py").write_text("X = 1\n")
+        assert _jit.sources_hash(*copies) != before
+        (copy / "_new.py").unlink()
+    assert _jit.sources_hash(*copies) == before
     assert _jit.cache_key().endswith(before)
+
+
+def test_every_kernel_folder_is_in_the_shared_family_or_cached_on_its_own() -> None:
+    """A file that marks kernels with the shared decorators is either in the shared
+    family's folders (keyed with them) or keeps its kernels on its own
+    (``keep_in_user_cache``, keyed on its own source): never cached unkeyed."""
+    for name, path in MODULES.items():
+        text = path.read_text()
+        if "@compiled" not in text or _in_shared_family(name):
+            continue
+        assert "keep_in_user_cache(__file__)" in text, name
 
 
 def test_the_cache_lives_in_a_per_user_folder_outside_the_package(tmp_path: Path) -> None:
@@ -140,7 +164,8 @@ def test_the_cache_lives_in_a_per_user_folder_outside_the_package(tmp_path: Path
     env = {**os.environ, _jit.CACHE_ENV: str(tmp_path), _ahead.SWITCH: "0"}
     code = (
         "import numpy as np\n"
-        "from ragframe.postprocess._kernels import _ahead, _jit, _order\n"
+        "from ragframe._kernels import _ahead, _jit\n"
+        "from ragframe.postprocess._kernels import _order\n"
         "starts = np.array([True, False, True]); keys = np.array([[2], [1], [0]])\n"
         "print(_order.ordered_in_segments(starts, keys).tolist())\n"
         "print(_jit.cache_folder())\n"
@@ -208,7 +233,8 @@ def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Pa
     code = (
         "import sys\n"
         "from ragframe.cli import main\n"
-        "from ragframe.postprocess._kernels import _ahead, _merge, _store\n"
+        "from ragframe._kernels import _ahead\n"
+        "from ragframe.postprocess._kernels import _merge, _store\n"
         f"assert main(['postprocess', *{argv!r}, '-o', sys.argv[1]]) == 0\n"
         "stats = _store._dense_probe.stats.cache_misses, _merge._write.stats.cache_hits, "
         "_merge._merge.stats.cache_hits\n"
@@ -308,7 +334,7 @@ WATCHED = (
     "ragframe.evaluate",
     "ragframe.fetch",
     "ragframe.postprocess",
-    "ragframe.postprocess._kernels._jit",
+    "ragframe._kernels._jit",
     "ragframe.retrieve",
     "ragframe.window",
 )
@@ -379,7 +405,7 @@ def test_a_command_help_loads_its_stage_and_no_compiled_kernels(
 ) -> None:
     loaded = _loaded(tmp_path, _command(command, "--help"))
     assert stage in loaded
-    assert not loaded & {"numba", "ragframe.postprocess._kernels._jit"}
+    assert not loaded & {"numba", "ragframe._kernels._jit"}
 
 
 def test_fetch_and_chunk_run_without_numba(tmp_path: Path) -> None:
@@ -461,13 +487,12 @@ def test_kernels_are_loaded_ahead_from_a_warm_cache_only(tmp_path: Path) -> None
     ahead = (
         "import importlib\n"
         "from ragframe.postprocess import load_kernels_ahead\n"
-        "from ragframe.postprocess._kernels import _ahead, _preload\n"
+        "from ragframe._kernels import _ahead, _preload\n"
         "load_kernels_ahead(); load_kernels_ahead()\n"
         "assert len(_preload._LOADING) == 1\n"
         "_preload._LOADING[0].join()\n"
-        "files = {n: importlib.import_module(f'{_ahead.__package__}.{f}') for n, f in"
-        " _ahead.RUN_ORDER.items()}\n"
-        "print([n for n in _preload.ALWAYS if getattr(getattr(files[n], n), 'signatures', [])])\n"
+        "files = {n: importlib.import_module(f) for n, f in _ahead.RUN_ORDER.items()}\n"
+        "print([n for n in _preload.always() if getattr(getattr(files[n], n), 'signatures', [])])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent), _ahead.SWITCH: "0"}
     cold = {**env, _jit.CACHE_ENV: str(tmp_path / "cache")}
@@ -488,7 +513,7 @@ def test_kernels_are_loaded_ahead_from_a_warm_cache_only(tmp_path: Path) -> None
             [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == str(list(_preload.ALWAYS))
+    assert done.stdout.splitlines()[-1] == str(list(_preload.always()))
     assert "compiling" not in done.stderr
 
 

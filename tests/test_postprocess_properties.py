@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 import ragframe
 from ragframe import schema as c
+from ragframe._kernels import _parts
 from ragframe.errors import DataError
 from ragframe.postprocess import PostprocessConfig
-from ragframe.postprocess._kernels import _parts
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
 WORDS = [

@@ -25,9 +25,10 @@ from polars.testing import assert_frame_equal
 
 import ragframe
 from ragframe import schema as c
+from ragframe._kernels import _compile
 from ragframe.evaluate import _ranking
 from ragframe.postprocess import PostprocessConfig
-from ragframe.postprocess._kernels import _compile, _text
+from ragframe.postprocess._kernels import _text
 from tests.conftest import cand, config, frame
 from tests.test_postprocess_properties import (
     JAVA_KEPT,

@@ -32,7 +32,7 @@ from ragframe.cli import main
 from ragframe.errors import ConfigError
 from ragframe.io import read_table, write_table
 from ragframe.postprocess import PostprocessConfig, token_counter
-from ragframe.postprocess._tokens import (
+from ragframe.tokens._counters import (
     HuggingFaceCounter,
     TiktokenCounter,
     _from_spec,

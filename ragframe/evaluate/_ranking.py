@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ragframe.postprocess._kernels._compile import compiled, internal
-from ragframe.postprocess._kernels._own import keep_in_user_cache
+from ragframe._kernels._compile import compiled, internal
+from ragframe._kernels._own import keep_in_user_cache
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]

@@ -17,7 +17,7 @@ cut every ``max_token`` (ASCII: bytes are characters). The key hashed is
 smaller than a flag per slot: it stays in the CPU cache). The tests compare this pass
 with the numpy tokenizer and filter on whole buffers.
 
-Compiled with postprocess's machinery (:mod:`ragframe.postprocess._kernels._compile`):
+Compiled with postprocess's machinery (:mod:`ragframe._kernels._compile`):
 plain Python on few rows, cached in ragframe's per-user folder keyed on this file.
 """
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ragframe.postprocess._kernels._compile import compiled, internal
-from ragframe.postprocess._kernels._own import keep_in_user_cache
+from ragframe._kernels._compile import compiled, internal
+from ragframe._kernels._own import keep_in_user_cache
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]

@@ -142,7 +142,7 @@ def _ascii_candidates(
 ) -> _Block:
     """:func:`_block_candidates` of ASCII-only documents, in one compiled pass
     (:func:`ragframe.fetch._ascii.ascii_candidates`; bytes are characters there)."""
-    from ragframe.postprocess._kernels._compile import frozen  # only for large inputs
+    from ragframe._kernels._compile import frozen  # only for large inputs
 
     data, doc_bytes = string_bytes(content)
     word = np.arange(HIGH)[WORDISH[byte_table()[:HIGH]]]

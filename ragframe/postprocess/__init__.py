@@ -28,11 +28,12 @@ Parameters                            :mod:`._config` (:class:`PostprocessConfig
 10. budget, truncation                :mod:`._budget` (decided inside the merge's
                                       wrapper, before any text is written; the cut
                                       :mod:`._kernels._merge`)
-Budgets in tokens                     tokenizers :mod:`._tokens`; rules 5-9 with the
-(``length="tokens"``)                 cap in tokens :mod:`._token_merge`; rule 10 in
-                                      tokens :mod:`._token_budget`; ``cl100k_base``
-                                      counted in the kernels :mod:`._bpe`
-                                      (:mod:`._kernels._bpe`, the merge's kernel)
+Budgets in tokens                     tokenizers :mod:`ragframe.tokens`; rules 5-9 with
+(``length="tokens"``)                 the cap in tokens :mod:`._token_merge`; rule 10
+                                      in tokens :mod:`._token_budget`
+                                      (:mod:`._kernels._token_cut`); ``cl100k_base``
+                                      counted in the kernels :mod:`ragframe.tokens._bpe`
+                                      (the merge's kernel calls them)
 ====================================  ===================================================
 
 Compiled kernels and their cache: :mod:`._kernels` (see its docstring).
@@ -53,8 +54,8 @@ from ragframe.postprocess._config import (
     OverlapMode,
     PostprocessConfig,
 )
-from ragframe.postprocess._tokens import TokenCounter, token_counter
 from ragframe.schema import Frame, to_lazy
+from ragframe.tokens._counters import TokenCounter, token_counter
 
 __all__ = [
     "LengthMode",
@@ -163,7 +164,7 @@ def load_kernels_ahead(rows: int | None = None) -> None:
     few enough that the kernels run as plain Python (``$RAGFRAME_PYTHON_ROWS``, 2,000
     by default). Optional: every call loads what it needs anyway.
     """
-    from ragframe.postprocess._kernels import _compile, _preload
+    from ragframe._kernels import _compile, _preload
 
     if rows is None or rows > _compile.python_rows():
         _preload.load_in_background()

@@ -7,7 +7,7 @@ from typing import Literal, TypeAlias
 
 from ragframe._validate import set_ints, set_unit_float
 from ragframe.errors import ConfigError
-from ragframe.postprocess._tokens import SPEC_FORMS, TokenCounter, token_counter
+from ragframe.tokens._counters import SPEC_FORMS, TokenCounter, token_counter
 
 OverlapMode = Literal["text", "offsets"]
 MissingTextPolicy = Literal["error", "empty", "drop"]

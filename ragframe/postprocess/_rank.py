@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 
-from ragframe.postprocess._kernels._compile import F64, I64, Bools
+from ragframe._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._order import (
     descending_key,
     grouped_by,

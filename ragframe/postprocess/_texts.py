@@ -23,8 +23,8 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe._arrow import string_addresses
-from ragframe.postprocess._kernels._buffers import row_views
-from ragframe.postprocess._kernels._compile import I64, int64s
+from ragframe._kernels._buffers import row_views
+from ragframe._kernels._compile import I64, int64s
 from ragframe.postprocess._kernels._store import store_rows
 
 _SHIFT = 2**64

@@ -26,10 +26,13 @@ import numpy as np
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.postprocess import _bpe
+from ragframe._arrow import string_addresses
+from ragframe._kernels._compile import frozen
 from ragframe.postprocess._budget import _WS_CLASS, TRIM_CHARS, TRUNCATE_WINDOW
 from ragframe.postprocess._config import PostprocessConfig
-from ragframe.postprocess._tokens import I64, TokenCounter, count_texts
+from ragframe.postprocess._kernels._token_cut import truncations
+from ragframe.tokens import _bpe
+from ragframe.tokens._counters import I64, TokenCounter, count_texts
 
 
 def _filled(values: I64, present: pl.Series, name: str) -> pl.Series:
@@ -87,14 +90,35 @@ def _bisect(texts: pl.Series, hi: I64, counter: TokenCounter, limit: int, probe:
     return lo
 
 
+def truncated_in_kernels(
+    column: pl.Series, counting: _bpe.Counting, limit: int, window: int
+) -> tuple[I64, I64, I64]:
+    """Rule 10's truncation in tokens of each text (each counting more than ``limit``;
+    ``window``: the cut's look-back, see
+    :func:`~ragframe.postprocess._kernels._token_cut.truncations`): the bytes
+    ``[start, end)`` it keeps and their count; count -1 for a text the kernels do not
+    count (not ASCII, or a piece over
+    :data:`~ragframe.tokens._kernels._count.LONG_PIECE` bytes)."""
+    n = len(column)
+    out = np.zeros(3 * n, dtype=np.int64)
+    if n == 0:
+        return out[:0], out[:0], out[:0]
+    address, length, owner = string_addresses(column.cast(pl.String))
+    address, length = frozen(address, np.int64), frozen(length, np.int64)
+    with counting.caches.taken() as cache:
+        truncations(address, length, int(limit), int(window), counting.vocab, cache, out)
+    del owner
+    return out[:n], out[n : 2 * n], out[2 * n :]
+
+
 def _truncate(texts: pl.Series, counter: TokenCounter, limit: int) -> tuple[pl.Series, I64]:
     """Each text truncated to ``limit`` tokens (module docstring) and its count; ASCII
     texts of an encoding the kernels count, in one compiled pass
-    (:func:`ragframe.postprocess._bpe.truncated`, the same steps)."""
+    (:func:`truncated_in_kernels`, the same steps)."""
     counting = _bpe.kernel_vocab(counter)
     if counting is None:
         return _truncate_in_rounds(texts, counter, limit)
-    start, end, counts = _bpe.truncated(texts, counting, limit, TRUNCATE_WINDOW)
+    start, end, counts = truncated_in_kernels(texts, counting, limit, TRUNCATE_WINDOW)
     frame = pl.DataFrame({"t": texts, "a": start, "b": end - start})
     out = frame.select(pl.col("t").str.slice(pl.col("a"), pl.col("b"))).to_series()
     rest = np.flatnonzero(counts < 0)  # not ASCII, or a piece too long: in rounds

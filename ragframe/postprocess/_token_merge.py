@@ -34,12 +34,11 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe._arrow import consecutive_strings, int64_lists, string_addresses
+from ragframe._kernels._compile import F64, I64, Bools, frozen
 from ragframe._validate import MAX_COUNT
-from ragframe.postprocess import _bpe, _token_budget
 from ragframe.postprocess import _merge as _char_merge
+from ragframe.postprocess import _token_budget
 from ragframe.postprocess._budget import within_budget
-from ragframe.postprocess._kernels._bpe import ascii_texts
-from ragframe.postprocess._kernels._compile import F64, I64, Bools, frozen
 from ragframe.postprocess._kernels._merge import NotCounted, Texts, merge, write_blocks
 from ragframe.postprocess._merge import (
     MergeOrder,
@@ -50,7 +49,9 @@ from ragframe.postprocess._merge import (
     merge_order,
 )
 from ragframe.postprocess._texts import row_texts, split
-from ragframe.postprocess._tokens import TokenCounter, count_texts
+from ragframe.tokens import _bpe
+from ragframe.tokens._counters import TokenCounter, count_texts
+from ragframe.tokens._kernels._count import ascii_texts
 
 Offsets = tuple[I64, I64]
 """``start_char`` and ``end_char`` of every row (input order)."""

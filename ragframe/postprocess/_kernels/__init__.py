@@ -13,13 +13,6 @@ buffers.
 ============  ==========================================================================
 file          family
 ============  ==========================================================================
-_compile      the decorators: functions compiled at a kernel's first call, one signature
-_jit          numba itself (imported then): options, the on-disk cache (keyed on these
-              sources), the compile notice
-_own         kernel files elsewhere kept in the same per-user cache folder
-_ahead        a first run: the later kernels compiled in a second process meanwhile
-_preload      a warm run: the kernels loaded on a thread while the input is read
-_buffers      reading Arrow bytes in place: pointers, a row's bytes, prefetching
 _text         UTF-8: code points, Java whitespace, rule 7's normalization on the fly
 _contains     rule 3's word-bounded containment
 _walk         rule 3's distinct top-K walk
@@ -31,11 +24,48 @@ _bpe          ``cl100k_base`` token counts: tiktoken's pre-tokenizer (ASCII text
 _order        a stable sort within each query (rules 2, 5 and 9), the counting sort by
               query, each query's head
 _store        each candidate's chunk-store row (by entity, or a hash table)
-_parts        running a kernel on all CPUs, parts of whole queries or groups
 ============  ==========================================================================
 
-Kernel files import nothing from ragframe outside this package except
-:mod:`ragframe._arrow` (read at run time, never compiled): everything compiled is in
-these files, so the cache key, a hash of them, sees every change. Importing them imports
-no numba (:mod:`._compile`): a command that runs no kernel never loads it.
+How they compile, where they are cached, reading Arrow bytes in place and running on
+all CPUs: :mod:`ragframe._kernels` (shared with the other stages' kernels). Kernel files
+import nothing from ragframe outside the shared family's folders
+(:mod:`ragframe._kernels._own`) except :mod:`ragframe._arrow` (read at run time, never
+compiled): everything compiled is in the files the cache key hashes, so it sees every
+change.
+
+Below, the order a call runs its kernels in, for a first run's second process
+(:mod:`ragframe._kernels._ahead`).
 """
+
+from __future__ import annotations
+
+from ragframe._kernels import _ahead
+
+RUN_ORDER = {
+    "_dense_probe": f"{__name__}._store",
+    "_table": f"{__name__}._store",
+    "_probe": f"{__name__}._store",
+    "_grouped_by": f"{__name__}._order",
+    "_places": f"{__name__}._order",
+    "_row_views": "ragframe._kernels._buffers",
+    "_walk": f"{__name__}._walk",
+    "_ordered_in_segments": f"{__name__}._order",
+    "_merge": f"{__name__}._merge",
+    "_write": f"{__name__}._merge",
+}
+"""The kernels one postprocess call may run, in the order it first calls them, and the
+kernel file of each (the store lookup's: by entity for a store laid out as chunkers
+write it, else a hash table; the counting sort only for input not grouped by query).
+Rule 10's cut (``_truncations``, only for a first block over the budget) is left to
+the call that needs it: the second process compiles the last kernels first."""
+ONLY_SOME_CALLS = frozenset({"_dense_probe", "_table", "_probe", "_grouped_by"})
+"""Kernels of :data:`RUN_ORDER` a call runs only for some inputs (a store laid out as
+chunkers write it or not; input not grouped by query): the second process leaves them
+to the call that needs them (measured: compiling all three lookups and the counting
+sort for a call that needs one took 24-26 s of CPU in all, against 13-14 s in one
+process, and made the first run slower)."""
+SAMPLE_NEEDS = {"_write": "_merge"}
+"""A kernel whose sample runs another kernel first (``_write`` writes the blocks that
+``_merge`` finds): the second process compiles that one first, under its own name."""
+
+_ahead.plan(__name__, RUN_ORDER, ONLY_SOME_CALLS, SAMPLE_NEEDS)

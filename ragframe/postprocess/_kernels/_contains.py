@@ -4,7 +4,7 @@ within a work budget, or by Knuth-Morris-Pratt over normalized copies past it.""
 
 from __future__ import annotations
 
-from ragframe.postprocess._kernels._compile import I64, U8, internal, testable
+from ragframe._kernels._compile import I64, U8, internal, testable
 from ragframe.postprocess._kernels._text import collapsible, same, step
 
 

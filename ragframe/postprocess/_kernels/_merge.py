@@ -12,24 +12,14 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe._arrow import string_addresses
-from ragframe.postprocess._kernels._ahead import sample
-from ragframe.postprocess._kernels._bpe import (
-    Cache,
-    CachePool,
-    Vocab,
-    count_tail,
-    is_ascii,
-    new_cache,
-    new_scratch,
-    no_pieces,
-)
-from ragframe.postprocess._kernels._buffers import (
+from ragframe._kernels._ahead import sample
+from ragframe._kernels._buffers import (
     PREFETCH_AHEAD,
     longest_text,
     prefetch_text,
     text_at,
 )
-from ragframe.postprocess._kernels._compile import (
+from ragframe._kernels._compile import (
     F64,
     I64,
     U8,
@@ -39,9 +29,19 @@ from ragframe.postprocess._kernels._compile import (
     frozen,
     internal,
 )
+from ragframe._kernels._parts import in_parts
 from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
-from ragframe.postprocess._kernels._parts import in_parts
 from ragframe.postprocess._kernels._text import budget_cut, code_points, trimmed
+from ragframe.tokens._kernels._bpe import is_ascii
+from ragframe.tokens._kernels._count import (
+    Cache,
+    CachePool,
+    Vocab,
+    count_tail,
+    new_cache,
+    new_scratch,
+    no_pieces,
+)
 
 
 @internal

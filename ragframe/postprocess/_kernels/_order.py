@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe.postprocess._kernels._ahead import sample
-from ragframe.postprocess._kernels._compile import F64, I64, Bools, compiled, frozen, internal
+from ragframe._kernels._ahead import sample
+from ragframe._kernels._compile import F64, I64, Bools, compiled, frozen, internal
 
 
 @internal

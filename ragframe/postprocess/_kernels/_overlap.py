@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe.postprocess._kernels._compile import I64, U8, ZERO, internal, testable
+from ragframe._kernels._compile import I64, U8, ZERO, internal, testable
 from ragframe.postprocess._kernels._text import (
     code_points,
     collapsible,

@@ -12,10 +12,10 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import string_addresses
-from ragframe.postprocess._kernels._ahead import sample
-from ragframe.postprocess._kernels._buffers import text_at
-from ragframe.postprocess._kernels._compile import I64, Bools, compiled, frozen, int64s, internal
-from ragframe.postprocess._kernels._parts import in_parts
+from ragframe._kernels._ahead import sample
+from ragframe._kernels._buffers import text_at
+from ragframe._kernels._compile import I64, Bools, compiled, frozen, int64s, internal
+from ragframe._kernels._parts import in_parts
 
 Keys = tuple[I64, I64, I64, I64]
 """An (entity, chunk index) key per row: the entity as numbers, or (when those are

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe.postprocess._kernels._compile import I64, U8, ZERO, in_python, internal, testable
+from ragframe._kernels._compile import I64, U8, ZERO, in_python, internal, testable
 
 
 def _collapsible_array(seg: U8) -> U8:

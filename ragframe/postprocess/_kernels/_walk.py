@@ -10,14 +10,14 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import string_addresses
-from ragframe.postprocess._kernels._ahead import sample
-from ragframe.postprocess._kernels._buffers import (
+from ragframe._kernels._ahead import sample
+from ragframe._kernels._buffers import (
     PREFETCH_AHEAD,
     longest_text,
     prefetch_text,
     text_at,
 )
-from ragframe.postprocess._kernels._compile import (
+from ragframe._kernels._compile import (
     F64,
     I64,
     U8,
@@ -28,9 +28,9 @@ from ragframe.postprocess._kernels._compile import (
     int64s,
     internal,
 )
+from ragframe._kernels._parts import in_parts
 from ragframe.postprocess._kernels._contains import contains_raw, contains_words
 from ragframe.postprocess._kernels._order import rank_order
-from ragframe.postprocess._kernels._parts import in_parts
 from ragframe.postprocess._kernels._text import (
     failure,
     normalize,

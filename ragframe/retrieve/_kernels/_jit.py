@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 import numba as nb
 
-from ragframe.postprocess._kernels._jit import keep_in_user_cache
+from ragframe._kernels._jit import keep_in_user_cache
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -15,8 +15,8 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import INLINE, VIEW_BYTES, view_arrays
-from ragframe.postprocess._kernels._ahead import sample
-from ragframe.postprocess._kernels._compile import (
+from ragframe._kernels._ahead import sample
+from ragframe._kernels._compile import (
     I64,
     U8,
     bytes_at,

@@ -1,4 +1,4 @@
-"""How the postprocess kernels are compiled: by numba, at their first call, never at
+"""How ragframe's kernels are compiled: by numba, at their first call, never at
 import.
 
 The decorators here mark a kernel-file function and leave it plain Python until a
@@ -56,6 +56,8 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 import polars as pl
+
+from ragframe._kernels._own import in_shared_family
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -219,8 +221,9 @@ def bytes_at(address: int, count: int) -> Any:
 
 
 FILES: set[str] = set()
-"""The modules that define marked functions: this package's kernel files, and kernel
-files elsewhere that use these decorators (``ragframe.evaluate._ranking``)."""
+"""The modules that define marked functions: the shared family's kernel files
+(:mod:`._own`), and kernel files elsewhere that use these decorators
+(``ragframe.evaluate._ranking``)."""
 _MARKED: dict[int, Lazy] = {}
 """Every marked function by its id, and by the id of its numba form once made."""
 _PLAIN: dict[int, Callable[..., Any]] = {}
@@ -269,7 +272,7 @@ def jit_all(first: Lazy) -> Any:
     (importing numba the first time); return ``first``'s."""
     with _LOCK:
         if first.jitted is None:
-            from ragframe.postprocess._kernels import _jit  # numba, only now
+            from ragframe._kernels import _jit  # numba, only now
 
             family = _family(first.function.__module__)
             names = [name for name in sorted(FILES) if _family(name) == family]
@@ -287,10 +290,9 @@ def jit_all(first: Lazy) -> Any:
 
 def _family(module: str) -> str:
     """The files whose marked functions are made numba's together with ``module``'s:
-    this package's (kernels call helpers across its files), or ``module`` alone (a
-    kernel file elsewhere calls only its own code)."""
-    package = __name__.rpartition(".")[0]
-    return package if module.startswith(package + ".") else module
+    the shared family's (kernels call helpers across its files, :mod:`._own`), or
+    ``module`` alone (a kernel file elsewhere calls only its own code)."""
+    return "shared" if in_shared_family(module) else module
 
 
 def frozen(array: npt.ArrayLike, dtype: npt.DTypeLike) -> Any:

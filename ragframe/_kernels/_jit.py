@@ -5,11 +5,12 @@ the notice while it compiles.
 The disk cache lives in a per-user folder (``$RAGFRAME_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/ragframe``, else ``~/.cache/ragframe``), in a subfolder named by
 :func:`cache_key`: ragframe's version, numba's, and a hash of the source of every file
-in this package. numba's own cache checks only the file that defines a function, so a
-kernel that inlines a helper or reads a constant from another file would keep stale
-code after that file changed; keyed on all of them, any change to any kernel file
-compiles afresh. That is why kernel files import nothing from ragframe outside this
-package at compile time (a test checks it). Keeping the cache out of the installed
+of the shared family (:mod:`._own`: this package and the stages' kernel folders that
+call each other's helpers). numba's own cache checks only the file that defines a
+function, so a kernel that inlines a helper or reads a constant from another file would
+keep stale code after that file changed; keyed on all of them, any change to any kernel
+file compiles afresh. That is why kernel files import nothing from ragframe outside the
+family's folders at compile time (a test checks it). Keeping the cache out of the installed
 package also means an install or uninstall never leaves compiled files behind. Where no
 cache folder can be written, numba's own cache is used.
 
@@ -35,11 +36,11 @@ from numba.core import event as ev
 from numba.core.runtime.nrt import rtsys
 from numba.extending import intrinsic
 
-from ragframe.postprocess._kernels import _ahead
-from ragframe.postprocess._kernels._own import OWN_FILES, keep_in_user_cache
+from ragframe._kernels import _ahead
+from ragframe._kernels._own import FOLDERS, OWN_FILES, keep_in_user_cache
 
-KERNELS = Path(__file__).resolve().parent
-"""The folder of the kernel files, all of which the cache key hashes."""
+KERNELS = FOLDERS
+"""The folders of the shared family's kernel files, all of which its cache key hashes."""
 CACHE_ENV = "RAGFRAME_CACHE_DIR"
 COMPILE_SECONDS = "10-15"
 """About how long a first run compiles, for the notice: on a 2-core machine, measured
@@ -76,28 +77,33 @@ def cache_root() -> Path:
     return Path(base) / "ragframe"
 
 
-def sources_hash(source: Path) -> str:
-    """A hash of the names and contents of the ``.py`` files in ``source`` (a folder),
-    or of the file ``source``."""
+def sources_hash(*sources: Path) -> str:
+    """A hash of the names and contents of the ``.py`` files in each of ``sources`` (a
+    folder), or of the file itself."""
     digest = hashlib.sha256()
-    for path in sorted(source.glob("*.py")) if source.is_dir() else [source]:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for i, source in enumerate(sources):
+        for path in sorted(source.glob("*.py")) if source.is_dir() else [source]:
+            name = f"{i}/{path.name}" if len(sources) > 1 else path.name
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
 @cache
-def cache_key(source: Path = KERNELS) -> str:
-    """The cache subfolder for the kernels of ``source`` (this folder, or one of
-    :data:`OWN_FILES`): ragframe's and numba's versions, a hash of the sources."""
+def cache_key(source: Path | None = None) -> str:
+    """The cache subfolder for the kernels of ``source`` (None: the shared family, all
+    of :data:`KERNELS`; else one of :data:`OWN_FILES`): ragframe's and numba's
+    versions, a hash of the sources."""
     try:
         version = metadata.version("ragframe")
     except metadata.PackageNotFoundError:  # run from a source tree, not installed
         version = "source"
-    mark = "" if source == KERNELS else f"{source.stem.strip('_')}-"
+    if source is None:
+        return f"{version}-numba{nb.__version__}-{sources_hash(*KERNELS)}"
+    mark = f"{source.stem.strip('_')}-"
     return f"{version}-numba{nb.__version__}-{mark}{sources_hash(source)}"
 
 
-def cache_folder(source: Path = KERNELS) -> Path:
+def cache_folder(source: Path | None = None) -> Path:
     """Where the compiled kernels of ``source`` (see :func:`cache_key`) are kept."""
     return cache_root() / cache_key(source)
 
@@ -133,7 +139,7 @@ def _cache_for(function: Callable[..., Any]) -> Any:
 
 
 def _install_locator() -> bool:
-    """Make numba keep the kernels of this folder (and of :data:`OWN_FILES`) in
+    """Make numba keep the kernels of :data:`KERNELS` (and of :data:`OWN_FILES`) in
     :func:`cache_folder`."""
     impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
     base = getattr(caching, "_CacheLocator", None)
@@ -143,7 +149,7 @@ def _install_locator() -> bool:
     class KernelCacheLocator(base):  # type: ignore[misc,valid-type]
         """numba cache locator for ragframe's kernels (see the module docstring)."""
 
-        def __init__(self, py_func: Any, py_file: str, source: Path) -> None:
+        def __init__(self, py_func: Any, py_file: str, source: Path | None) -> None:
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
             self._source = source
@@ -160,8 +166,8 @@ def _install_locator() -> bool:
         @classmethod
         def from_function(cls, py_func: Any, py_file: str) -> Any:
             path = Path(py_file).resolve()
-            source = KERNELS if path.parent == KERNELS else path
-            if source != KERNELS and source not in OWN_FILES:
+            source = None if path.parent in KERNELS else path
+            if source is not None and source not in OWN_FILES:
                 return None
             self = cls(py_func, py_file, source)
             try:

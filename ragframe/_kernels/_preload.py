@@ -15,11 +15,8 @@ import atexit
 import importlib
 import threading
 
-from ragframe.postprocess._kernels import _ahead
+from ragframe._kernels import _ahead
 
-ALWAYS = tuple(name for name in _ahead.RUN_ORDER if name not in _ahead.ONLY_SOME_CALLS)
-"""The kernels every postprocess call runs (its merge in characters), in the order it
-runs them (``_merge`` before ``_write``, whose sample merges first)."""
 WAIT = 30
 """Seconds the end of the process waits for the thread, at most (it is near its end by
 then: the run's first kernel call waits for the loads)."""
@@ -28,8 +25,15 @@ _LOADING: list[threading.Thread] = []
 _LOCK = threading.Lock()
 
 
+def always() -> tuple[str, ...]:
+    """The kernels every call of the planning stage runs (:func:`._ahead.plan`;
+    ``postprocess``'s: its merge in characters), in the order it runs them (``_merge``
+    before ``_write``, whose sample merges first)."""
+    return tuple(name for name in _ahead.RUN_ORDER if name not in _ahead.ONLY_SOME_CALLS)
+
+
 def load_in_background() -> None:
-    """Load the kernels of :data:`ALWAYS` from the cache on a thread, once per process
+    """Load the kernels of :func:`always` from the cache on a thread, once per process
     (see the module docstring); nothing when the cache lacks any of them. A kernel the
     thread is loading when the run needs it is waited for (numba's lock), not loaded
     twice."""
@@ -43,14 +47,15 @@ def load_in_background() -> None:
 
 
 def _load_cached() -> None:
-    """The thread: the samples of :data:`ALWAYS`, if the cache holds every one."""
+    """The thread: the samples of :func:`always`, if the cache holds every one."""
     try:
-        for name in ALWAYS:
-            importlib.import_module(f"{__package__}.{_ahead.RUN_ORDER[name]}")
-        from ragframe.postprocess._kernels import _jit  # numba, only now
+        names = always()
+        for name in names:
+            importlib.import_module(_ahead.RUN_ORDER[name])
+        from ragframe._kernels import _jit  # numba, only now
 
-        if all(_jit.cached(name) for name in ALWAYS):
-            for name in ALWAYS:
+        if all(_jit.cached(name) for name in names):
+            for name in names:
                 _ahead.SAMPLES[name]()
     except Exception:  # a head start only: the run loads what it needs itself
         pass
