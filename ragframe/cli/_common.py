@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import polars as pl
 
 from ragframe import io
 from ragframe.errors import RagframeError
 from ragframe.io import _unreadable
+
+if TYPE_CHECKING:
+    from ragframe.dataset import RunSummary
 
 _INTEGER = re.compile(r"[+-]?[0-9]{1,40}")
 
@@ -143,16 +146,45 @@ def add_partition_size(parser: argparse.ArgumentParser, rows: bool, default: int
     """``--rows-per-partition`` (``rows``) or ``--text-per-partition``: how much each
     partition of a dataset run holds (peak memory grows with it)."""
     if rows:
-        name, what = "--rows-per-partition", "input rows per partition (whole queries)"
+        what = "input rows per partition (whole queries)"
     else:
-        name, what = "--text-per-partition", "bytes of documents' content per partition"
+        what = "bytes of documents' content per partition"
     parser.add_argument(
-        name,
+        "--" + PARTITION_SIZES[not rows].replace("_", "-"),
         type=positive,
         default=default,
         metavar="N",
         help=f"{what}; peak memory grows with it (default: {default:_})",
     )
+
+
+PARTITION_SIZES = ("rows_per_partition", "text_per_partition")
+"""The partition sizes of dataset runs: a command has one of them (its option's name)."""
+
+
+def run_dataset(
+    run: Callable[..., RunSummary],
+    args: argparse.Namespace,
+    inputs: Sequence[str],
+    config: Any,
+    **optional: str | None,
+) -> RunSummary:
+    """``run`` (a :mod:`ragframe.dataset` function) over the command's ``inputs`` and the
+    ``optional`` inputs given (by keyword; None: not given) into ``--output``, in
+    partitions of the command's size, with its progress bar and output format; a failure
+    reading or processing any input is one ``error:`` line (:func:`one_line_errors`)."""
+    size = {name: getattr(args, name) for name in PARTITION_SIZES if hasattr(args, name)}
+    sources = [*inputs, *(path for path in optional.values() if path)]
+    with one_line_errors(*sources):
+        return run(
+            *inputs,
+            args.output,
+            config,
+            **optional,
+            **size,
+            progress=progress(args),
+            fmt=output_format(args),
+        )
 
 
 def positive(text: str) -> int:

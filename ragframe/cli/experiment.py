@@ -17,7 +17,7 @@ from ragframe.cli._common import (
     progress,
 )
 from ragframe.cli.evaluate import add_qrels_options, read_judgements
-from ragframe.cli.sweep import add_grid_options, check_folder, deliver, read_grid
+from ragframe.cli.sweep import add_grid_options, check_folder, deliver, ranking, read_grid
 
 EPILOG = """\
 GRID is a TOML file of parameters and their values; every combination runs:
@@ -77,9 +77,7 @@ def run_experiment(args: argparse.Namespace) -> dict[str, Any]:
             queries,
             qrels,
             grid,
-            baseline=args.baseline,
-            metric=args.metric,
-            cost=args.cost,
+            **ranking(args),
             max_configurations=args.max_configurations,
             progress=progress(args),
         )

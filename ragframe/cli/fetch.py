@@ -10,9 +10,7 @@ from ragframe.cli._common import (
     add_command,
     add_output,
     add_partition_size,
-    one_line_errors,
-    output_format,
-    progress,
+    run_dataset,
 )
 from ragframe.cli._engine import add_engine_options, on_engine, run_on_engine
 from ragframe.cli._options import add_config_options, config_from_args
@@ -50,18 +48,8 @@ def run_fetch(args: argparse.Namespace) -> dict[str, Any]:
     if on_engine(args):
         return run_on_engine(args, "fetch")
     config = config_from_args(FetchConfig, args)
-    sources = [args.requests, args.documents, *([args.sizes] if args.sizes else [])]
-    with one_line_errors(*sources):
-        run = fetch_dataset(
-            args.requests,
-            args.documents,
-            args.output,
-            config,
-            sizes=args.sizes,
-            text_per_partition=args.text_per_partition,
-            progress=progress(args),
-            fmt=output_format(args),
-        )
+    inputs = [args.requests, args.documents]
+    run = run_dataset(fetch_dataset, args, inputs, config, sizes=args.sizes)
     counts = run.counts
     summary: dict[str, Any] = {"requests": counts["requests"], "rows": counts["rows"]}
     summary.update({name: counts[name] for name in STRATEGIES if name != MISSING})

@@ -10,9 +10,7 @@ from ragframe.cli._common import (
     add_command,
     add_output,
     add_partition_size,
-    one_line_errors,
-    output_format,
-    progress,
+    run_dataset,
 )
 from ragframe.cli._engine import add_engine_options, on_engine, run_on_engine
 from ragframe.cli._options import add_config_options, config_from_args
@@ -88,17 +86,7 @@ def run_postprocess(args: argparse.Namespace) -> dict[str, Any]:
             "the tokenizer only adds token_count to the blocks",
             file=sys.stderr,
         )
-    sources = [args.results, *([args.chunks] if args.chunks else [])]
-    with one_line_errors(*sources):
-        run = postprocess_dataset(
-            args.results,
-            args.output,
-            config,
-            chunks=args.chunks,
-            rows_per_partition=args.rows_per_partition,
-            progress=progress(args),
-            fmt=output_format(args),
-        )
+    run = run_dataset(postprocess_dataset, args, [args.results], config, chunks=args.chunks)
     counts = run.counts
     return {
         "queries": counts["queries"],

@@ -121,6 +121,12 @@ def add_grid_options(p: argparse.ArgumentParser, *, maximum: bool = False) -> No
     )
 
 
+def ranking(args: argparse.Namespace) -> dict[str, Any]:
+    """How a grid's configurations are ranked and tested (:func:`add_grid_options`), as
+    the keyword arguments of ``sweep`` and ``experiment``."""
+    return {"baseline": args.baseline, "metric": args.metric, "cost": args.cost}
+
+
 def check_folder(path: str, report: bool) -> Path | None:
     """OUTDIR can be written (before any work): new, empty or a previous sweep's;
     None for standard output."""
@@ -221,9 +227,7 @@ def _local(args: argparse.Namespace, grid: dict[str, list[Any]], qrels: Any) -> 
             grid,
             qrels,
             chunks=store,
-            baseline=args.baseline,
-            metric=args.metric,
-            cost=args.cost,
+            **ranking(args),
             progress=progress(args),
         )
 

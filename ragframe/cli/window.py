@@ -14,9 +14,8 @@ from ragframe.cli._common import (
     add_partition_size,
     check_output,
     collect,
-    one_line_errors,
     output_format,
-    progress,
+    run_dataset,
     write,
 )
 from ragframe.cli._options import add_config_options, config_from_args
@@ -96,13 +95,5 @@ def run_chunk(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``chunk`` batch by batch (:func:`ragframe.chunk_dataset`); ``characters``
     counts the characters written in ``text``."""
     config = config_from_args(WindowConfig, args)
-    with one_line_errors(args.documents):
-        run = chunk_dataset(
-            args.documents,
-            args.output,
-            config,
-            text_per_partition=args.text_per_partition,
-            progress=progress(args),
-            fmt=output_format(args),
-        )
+    run = run_dataset(chunk_dataset, args, [args.documents], config)
     return {**run.counts, "partitions": run.partitions, "output": args.output}

@@ -85,13 +85,23 @@ def _held(
     """``number`` (``values`` as integers) cast to ``dtype``, or a :class:`DataError`
     naming the first id that type cannot hold."""
     cast = number.cast(dtype, strict=False)
-    lost = cast.is_null() & values.is_not_null()
-    if (first := first_row(lost)) is not None:
-        raise DataError(
-            f"{what}: column '{label}' has an id outside the range of {dtype}: row {first}: "
-            f"{values[first]!r}; {other} has ids of type {dtype}"
-        )
+    _all_kept(
+        values,
+        cast,
+        lambda first, _: (
+            f"{what}: column '{label}' has an id outside the range of {dtype}: "
+            f"row {first}: {values[first]!r}; {other} has ids of type {dtype}"
+        ),
+    )
     return cast
+
+
+def _all_kept(values: pl.Series, converted: pl.Series, message: Callable[[int, int], str]) -> None:
+    """Raise a :class:`DataError` where ``converted`` (``values`` cast or parsed) lost a
+    value, null where ``values`` is not: ``message(first row, rows lost)``."""
+    lost = converted.is_null() & values.is_not_null()
+    if (first := first_row(lost)) is not None:
+        raise DataError(message(first, int(lost.sum())))
 
 
 def met(values: pl.Series, dtype: pl.DataType, what: str, other: str) -> pl.Series:
@@ -120,10 +130,12 @@ def parsed(values: pl.Series, what: str, where: Callable[[int], str]) -> pl.Seri
     if values.dtype != pl.String:
         return values
     number = values.str.strip_chars(" ").cast(pl.Int64, strict=False)
-    bad = number.is_null() & values.is_not_null()
-    if (first := first_row(bad)) is not None:
-        raise DataError(
-            f"{what}: {where(first)}: {values.name} {values[first]!r} is not an integer "
-            f"({plural(int(bad.sum()), 'such id')}); expected integers, as ids='integers' asks"
-        )
+    _all_kept(
+        values,
+        number,
+        lambda first, lost: (
+            f"{what}: {where(first)}: {values.name} {values[first]!r} is not "
+            f"an integer ({plural(lost, 'such id')}); expected integers, as ids='integers' asks"
+        ),
+    )
     return number
