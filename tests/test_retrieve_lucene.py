@@ -4,7 +4,8 @@ classic query parser, through ``tests/lucene/Bm25Oracle.java``.
 
 The bar (issue 24): on each of two chunkings of Cranfield, at least 99% of queries get
 Lucene's exact top 10 (order included), scores within 1e-4 relative. Measured here:
-every query, every score bit for bit (float32), which the tests assert.
+every query, every score bit for bit (float32), which the tests assert, for the
+compiled kernels and for the small inputs' Polars/numpy form (``retrieve._small``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import ragframe as rf
 from ragframe.retrieve._norms import byte_to_length, length_to_byte
 from tests import lucene_bm25
 from tests.conftest import require_cranfield
+from tests.test_retrieve_small import FORMS, form
 
 pytestmark = [
     pytest.mark.lucene,
@@ -27,11 +29,12 @@ pytestmark = [
 
 
 def _compare(
-    chunks: pl.DataFrame, queries: pl.DataFrame, k: int, **params: float
+    chunks: pl.DataFrame, queries: pl.DataFrame, k: int, name: str, **params: float
 ) -> tuple[int, float, list[int]]:
     """(queries whose top k equals Lucene's, order included; the largest relative score
-    difference; the query rows that differ)."""
-    got = rf.retrieve(chunks, queries, k=k, **params).collect()
+    difference; the query rows that differ), retrieve run in the form ``name``."""
+    with form(name):
+        got = rf.retrieve(chunks, queries, k=k, **params).collect()
     want = lucene_bm25.search(chunks["text"].to_list(), queries["text"].to_list(), top=k, **params)
     rows = chunks.with_row_index("row").select("doc_id", "chunk_index", "row")
     got = got.join(rows, on=["doc_id", "chunk_index"], how="left", maintain_order="left")
@@ -50,16 +53,18 @@ def _compare(
     return same, worst, differ
 
 
-def test_cranfield_chunks_score_as_lucene() -> None:
+@pytest.mark.parametrize("name", FORMS)
+def test_cranfield_chunks_score_as_lucene(name: str) -> None:
     data = require_cranfield("chunks.parquet", "queries.parquet")
     chunks = pl.read_parquet(data / "chunks.parquet")
     queries = pl.read_parquet(data / "queries.parquet")
-    same, worst, differ = _compare(chunks, queries, 10)
+    same, worst, differ = _compare(chunks, queries, 10, name)
     assert same == queries.height, differ[:10]
     assert worst == 0.0  # float32 for float32: the same bits
 
 
-def test_a_chunking_of_our_own_scores_as_lucene() -> None:
+@pytest.mark.parametrize("name", FORMS)
+def test_a_chunking_of_our_own_scores_as_lucene(name: str) -> None:
     """Cranfield's documents chunked by ragframe at window 200, overlap 50 (about
     10,000 chunks), top 100, and Lucene's defaults changed (k1 0.9, b 0.4)."""
     data = require_cranfield("docs.parquet", "queries.parquet")
@@ -67,12 +72,13 @@ def test_a_chunking_of_our_own_scores_as_lucene() -> None:
     chunks = rf.chunk(docs, rf.WindowConfig(window_chars=200, overlap_chars=50)).collect()
     queries = pl.read_parquet(data / "queries.parquet")
     for k, params in ((10, {}), (100, {"k1": 0.9, "b": 0.4})):
-        same, worst, differ = _compare(chunks, queries, k, **params)
+        same, worst, differ = _compare(chunks, queries, k, name, **params)
         assert same == queries.height, (k, differ[:10])
         assert worst == 0.0
 
 
-def test_adversarial_text_scores_as_lucene() -> None:
+@pytest.mark.parametrize("name", FORMS)
+def test_adversarial_text_scores_as_lucene(name: str) -> None:
     """Case, repeated query words (Lucene boosts them), tokens Lucene splits or keeps
     (``e.g``, ``2.71``, ``x-y``), words past 255 characters, empty and null chunks,
     a query with no token, operator words (plain words here and in the oracle)."""
@@ -121,7 +127,7 @@ def test_adversarial_text_scores_as_lucene() -> None:
             ],
         }
     )
-    same, worst, differ = _compare(chunks, queries, 20)
+    same, worst, differ = _compare(chunks, queries, 20, name)
     assert same == queries.height, differ
     assert worst == 0.0
 

@@ -8,6 +8,9 @@ rewrite then merges repeated clauses into one whose boost is the number of repea
 with ``weight = float(count) * idf`` in float32; a term the index lacks matches nothing
 and is dropped. A chunk's score is the float32 rounding of the float64 sum of its
 clauses' float32 scores (Lucene's disjunction and WAND scorers sum in double).
+
+Where few postings are scored (:func:`._small.is_small`), the peaks and the top k are
+found in numpy (:mod:`._small`), bit for bit the kernel's, with no kernel to compile.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from ragframe.retrieve import _small
 from ragframe.retrieve._analysis import analyze
 from ragframe.retrieve._index import BM25Index
 from ragframe.retrieve._norms import average_length, idf, norm_cache
@@ -67,10 +71,14 @@ def _cache(index: BM25Index, k1: float, b: float) -> F32:
 def _bounds(index: BM25Index, terms: I32, weights: F32, k1: float, b: float) -> F32:
     """The highest score of each clause: its weight through the score at the term's
     largest ``tf * norm_inverse`` (the score increases with it, in float32 too)."""
-    from ragframe.retrieve._kernels import _search
-
     distinct, back = np.unique(terms, return_inverse=True)
-    peaks = _search.term_peaks(
+    if _small.is_small(_small.search_work(index.offsets, distinct)):
+        peaks_of = _small.term_peaks
+    else:
+        from ragframe.retrieve._kernels import _search
+
+        peaks_of = _search.term_peaks
+    peaks = peaks_of(
         index.offsets, index.docs, index.freqs, index.norms, _cache(index, k1, b),
         distinct.astype(np.int32),
     )  # fmt: skip
@@ -81,10 +89,16 @@ def _bounds(index: BM25Index, terms: I32, weights: F32, k1: float, b: float) -> 
 
 def search(index: BM25Index, texts: pl.Series, k: int, k1: float, b: float) -> Hits:
     """Every query's top ``k`` chunks (fewer where fewer match; none where none does)."""
-    from ragframe.retrieve._kernels import _search
-
     found = clauses(index, texts, k1, b)
     n = texts.len()
+    if _small.is_small(_small.search_work(index.offsets, found.terms)):
+        query, chunk, score = _small.search(
+            found.starts, found.terms, found.weights, index.offsets, index.docs,
+            index.freqs, index.norms, _cache(index, k1, b), k,
+        )  # fmt: skip
+        return Hits(query, chunk, score)
+    from ragframe.retrieve._kernels import _search
+
     docs = np.empty(n * k, dtype=np.int32)
     scores = np.empty(n * k, dtype=np.float32)
     counts = np.zeros(n, dtype=np.int64)

@@ -6,8 +6,10 @@ Building: the chunk text is analyzed in blocks of whole chunks of about
 :data:`BLOCK_BYTES` (the tokenizer's whole-block temporaries stay small); each block's
 tokens become term ids (:mod:`._analysis`), then (chunk, term, frequency) pairs
 (:func:`._kernels._postings.chunk_terms`); once every block is done, a counting sort by
-term writes the postings (:func:`._kernels._postings.scatter`). Nothing runs per chunk
-or per token in Python.
+term writes the postings (:func:`._kernels._postings.scatter`). Little text (one
+block, at most :func:`._small.limit` bytes) is analyzed at once and its postings are
+sorted by numpy instead (:func:`._small.postings`: no kernel to compile). Nothing runs
+per chunk or per token in Python.
 
 Lucene's statistics follow from it: ``docCount`` is the number of chunks with at least
 one token (an empty chunk has no postings and no part in any statistic, as an empty
@@ -32,6 +34,7 @@ import pyarrow.parquet as pq
 
 from ragframe.errors import DataError, RagframeError
 from ragframe.io import _atomic
+from ragframe.retrieve import _small
 from ragframe.retrieve._analysis import analyze
 from ragframe.retrieve._norms import length_to_byte
 from ragframe.retrieve._vocab import Vocabulary
@@ -136,8 +139,20 @@ def build_index(
 
     blocks = _blocks(text)
     with Progress("bm25 index", text.len(), len(blocks), "chunk", progress) as bar:
+        if len(blocks) == 1 and _small.is_small(int(text.str.len_bytes().sum() or 0)):
+            return _small_index(chunks, text, bar)
         pairs, lengths, vocab = _pairs(text, blocks, bar)
     return _postings_of(chunks, vocab, pairs, lengths)
+
+
+def _small_index(chunks: pl.DataFrame, text: pl.Series, bar: Any) -> BM25Index:
+    """:func:`build_index` of little text, without the kernels (:mod:`._small`)."""
+    vocab = Vocabulary()
+    tokens = analyze(text, vocab, insert=True)
+    offsets, docs, freqs = _small.postings(tokens.ids, tokens.starts, len(vocab))
+    bar.advance(text.len(), terms=len(vocab))
+    lengths = np.diff(tokens.starts).astype(np.int32)
+    return BM25Index(chunks, vocab, offsets, docs, freqs, lengths)
 
 
 def _pairs(

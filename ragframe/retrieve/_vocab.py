@@ -1,5 +1,8 @@
 """The vocabulary: every distinct term (lower-cased token) of the chunks and its id,
-grown block by block by the compiled hash table of :mod:`._kernels._vocab`."""
+grown block by block by the compiled hash table of :mod:`._kernels._vocab`, or, while
+the work is small (:mod:`._small`), kept as a Polars Series of the terms and joined to:
+the same ids either way, so a vocabulary moves from one form to the other as calls
+grow."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe._arrow import series, string_bytes
+from ragframe.retrieve import _small
 
 U8 = npt.NDArray[np.uint8]
 I32 = npt.NDArray[np.int32]
@@ -22,7 +26,56 @@ def _grown(array: npt.NDArray[np.generic], size: int, fill: int = 0) -> npt.NDAr
 
 
 class Vocabulary:
-    """Terms and their ids (0, 1, ... in order of first appearance)."""
+    """Terms and their ids (0, 1, ... in order of first appearance): a Series of the
+    terms while calls are small (:mod:`._small`), else the compiled hash table."""
+
+    def __init__(self) -> None:
+        self._terms: pl.Series | None = pl.Series("term", [], pl.String)
+        """The terms in id order while the Series is the vocabulary's form, else None."""
+        self._table: _Table | None = None
+        """The hash table once it is the vocabulary's form, else None."""
+
+    def __len__(self) -> int:
+        return len(self._terms) if self._terms is not None else len(self._as_table())
+
+    def ids(self, data: U8, starts: I64, lengths: I64, *, lower: bool, insert: bool) -> I32:
+        """The id of each term ``data[starts[i]:starts[i] + lengths[i]]`` (ASCII
+        capitals lower-cased when ``lower``): new terms get new ids when ``insert``,
+        else -1. Once the table is the form (a large call), it stays."""
+        if self._terms is not None and _small.is_small(starts.size + len(self._terms)):
+            ids, self._terms = _small.term_ids(
+                self._terms, data, starts, lengths, lower=lower, insert=insert
+            )
+            return ids
+        return self._as_table().ids(data, starts, lengths, lower=lower, insert=insert)
+
+    def terms(self, name: str = "term") -> pl.Series:
+        """Every term, in id order."""
+        return self._terms.alias(name) if self._terms is not None else self._as_table().terms(name)
+
+    def _as_table(self) -> _Table:
+        """The table, made from the Series the first time a call is large."""
+        if self._table is None:
+            assert self._terms is not None
+            self._table, self._terms = _Table.of(self._terms), None
+        return self._table
+
+    @classmethod
+    def of(cls, terms: pl.Series) -> Vocabulary:
+        """The vocabulary whose ids are the positions of ``terms`` (distinct strings)."""
+        vocab = cls()
+        if _small.is_small(terms.len()):
+            if terms.is_duplicated().any():
+                raise ValueError("the terms of an index are not distinct")
+            vocab._terms = terms.cast(pl.String).alias("term")
+        else:
+            vocab._table, vocab._terms = _Table.of(terms), None
+        return vocab
+
+
+class _Table:
+    """The compiled form: an open-addressing hash table of the terms' bytes
+    (:mod:`._kernels._vocab`)."""
 
     def __init__(self) -> None:
         self.table: I32 = np.full(1 << 12, -1, dtype=np.int32)
@@ -78,8 +131,8 @@ class Vocabulary:
         return series(name, pa.LargeStringArray.from_buffers(n, offsets, data))
 
     @classmethod
-    def of(cls, terms: pl.Series) -> Vocabulary:
-        """The vocabulary whose ids are the positions of ``terms`` (distinct strings)."""
+    def of(cls, terms: pl.Series) -> _Table:
+        """The table whose ids are the positions of ``terms`` (distinct strings)."""
         vocab = cls()
         data, offsets = string_bytes(terms)
         ids = vocab.ids(data, offsets[:-1], np.diff(offsets), lower=False, insert=True)
