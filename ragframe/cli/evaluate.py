@@ -213,7 +213,7 @@ def check_outputs(output: str, summary: str | None) -> None:
 
 def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``evaluate``; the summary is the quality table."""
-    from ragframe.dataset._progress import steps
+    from ragframe._progress import steps
 
     check_outputs(args.output, args.summary)
     with steps("evaluate", 3, progress(args)) as bar:

@@ -19,7 +19,7 @@ Each partition is processed by the partition contract (:mod:`ragframe.partition`
 engine's own code path. Inputs are paths (a file, a glob, a directory or hive-partitioned
 Parquet dataset, ``-``; see :mod:`ragframe.io`) or frames; the destination is a file, a
 directory of Parquet parts (a path ending with ``/``; parts in output order) or ``-``,
-written atomically as :mod:`ragframe.io` says. Progress: :mod:`._progress`.
+written atomically as :mod:`ragframe.io` says. Progress: :mod:`ragframe._progress`.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 
 from ragframe import io
 from ragframe import schema as c
+from ragframe._progress import Progress
 from ragframe.dataset._inputs import Input, file_bytes, row_count, stored_bytes
-from ragframe.dataset._progress import Progress
 from ragframe.dataset._run import RunSummary, arrow_schema
 from ragframe.window import WindowConfig, chunk
 

@@ -12,10 +12,10 @@ import polars as pl
 
 from ragframe import io
 from ragframe import schema as c
+from ragframe._progress import Progress
 from ragframe.dataset import _ranges
 from ragframe.dataset._behind import Behind
 from ragframe.dataset._inputs import Input, row_count, stored_bytes
-from ragframe.dataset._progress import Progress
 from ragframe.dataset._run import STORE_IN_MEMORY, RunSummary, arrow_schema, spill_place
 from ragframe.errors import DataError
 from ragframe.partition import postprocess_blocks

@@ -138,7 +138,7 @@ def experiment(
     chunks: dict[WindowConfig, pl.DataFrame] = {}  # chunk indexes shifted per window
     candidates: dict[tuple[WindowConfig, RetrieveConfig], pl.DataFrame] = {}
     blocks: list[pl.LazyFrame] = []
-    from ragframe.dataset._progress import steps
+    from ragframe._progress import steps
 
     groups = _groups(settings)
     with steps("experiment", len(groups) + 1, progress) as bar:

@@ -235,7 +235,7 @@ def sweep_rows(
     what :func:`sweep` summarizes, and what each partition of a distributed sweep gives
     (:func:`ragframe.partition.sweep_part`)."""
     store = None if chunks is None else c.to_lazy(chunks, "chunks")
-    from ragframe.dataset._progress import steps
+    from ragframe._progress import steps
 
     with steps("sweep", len(configs) + 1, progress) as bar:
         contexts = sweep_blocks(candidates, configs, chunks, bar.update)

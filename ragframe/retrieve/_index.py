@@ -135,7 +135,7 @@ def build_index(
     """The index of ``text`` (one chunk per row; null is empty), with ``chunks`` (the
     key columns, as many rows) kept for the output; ``progress``: a bar over the chunks
     (None: where someone watches, as the dataset runs do)."""
-    from ragframe.dataset._progress import Progress
+    from ragframe._progress import Progress
 
     blocks = _blocks(text)
     with Progress("bm25 index", text.len(), len(blocks), "chunk", progress) as bar:

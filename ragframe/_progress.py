@@ -1,5 +1,6 @@
-"""Progress of a dataset run, drawn by ``tqdm``: rows done of all, the partition, the
-stage's own counts, elapsed and remaining time.
+"""Progress bars, drawn by ``tqdm``, for every stage: a dataset run's rows done of all,
+the partition, the stage's own counts, elapsed and remaining time (:class:`Progress`); the
+steps of a sweep, an experiment, evaluate or an index build (:func:`steps`).
 
 ``progress=None`` (the default) shows it where someone watches: on a terminal (standard
 error), or in a Jupyter kernel, whose streams are no terminal but are watched: a widget
