@@ -43,7 +43,7 @@ without its kernels: 500,000 at the default 2,000 rows."""
 
 def limit() -> int:
     """The most work a call does without the kernels (see the module docstring)."""
-    from ragframe.postprocess._kernels._compile import python_rows  # no numba
+    from ragframe._kernels._compile import python_rows  # no numba
 
     return PER_ROW * python_rows()
 
