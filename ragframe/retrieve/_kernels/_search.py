@@ -34,6 +34,11 @@ I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
 U64 = npt.NDArray[np.uint64]
 F64 = npt.NDArray[np.float64]
+Postings = tuple[I64, I32, I32, U8, F32]
+"""The index as the helpers read it: ``(offsets, docs, tfs, norms, cache)``: term ``t``'s
+postings are ``offsets[t]:offsets[t + 1]`` of ``docs`` (chunk rows, ascending) and
+``tfs``; a chunk's one-byte length norm in ``norms`` and its ``norm_inverse`` in
+``cache``."""
 
 _UP = 1.0 + 2.0**-40
 """A bound's float64 sum is scaled by this before it is rounded to float32, so that it
@@ -125,21 +130,11 @@ def _best(acc: F64, rows: I32, n: int, heap_scores: F32, heap_rows: I32) -> int:
 
 @helper
 def _walk(
-    t: int,
-    w: np.float32,
-    offsets: I64,
-    docs: I32,
-    tfs: I32,
-    norms: U8,
-    cache: F32,
-    acc: F64,
-    mark: I32,
-    stamp: int,
-    rows: I32,
-    n: int,
+    t: int, w: np.float32, index: Postings, acc: F64, mark: I32, stamp: int, rows: I32, n: int
 ) -> tuple[int, float]:
     """Add term ``t``'s scores to every chunk of its postings; returns the new number of
     rows touched and the largest partial score among the chunks it touched."""
+    offsets, docs, tfs, norms, cache = index
     best = 0.0
     for p in range(offsets[t], offsets[t + 1]):
         d = docs[p]
@@ -155,19 +150,9 @@ def _walk(
 
 
 @helper
-def _update(
-    t: int,
-    w: np.float32,
-    offsets: I64,
-    docs: I32,
-    tfs: I32,
-    norms: U8,
-    cache: F32,
-    acc: F64,
-    mark: I32,
-    stamp: int,
-) -> None:
+def _update(t: int, w: np.float32, index: Postings, acc: F64, mark: I32, stamp: int) -> None:
     """Add term ``t``'s scores to the chunks of its postings already seen (``mark``)."""
+    offsets, docs, tfs, norms, cache = index
     for p in range(offsets[t], offsets[t + 1]):
         d = docs[p]
         if mark[d] == stamp:
@@ -211,11 +196,7 @@ def _gallop(docs: I32, p: int, end: int, d: int) -> int:
 def _look_up(
     t: int,
     w: np.float32,
-    offsets: I64,
-    docs: I32,
-    tfs: I32,
-    norms: U8,
-    cache: F32,
+    index: Postings,
     acc: F64,
     rows: I32,
     n: int,
@@ -225,6 +206,7 @@ def _look_up(
     """Add term ``t``'s scores to the chunks ``rows[:n]`` (ascending) that hold it,
     walking its postings by galloping, then keep (in place) those whose best possible
     score, adding ``rest``, reaches ``theta``; returns how many are kept."""
+    offsets, docs, tfs, norms, cache = index
     p, end = offsets[t], offsets[t + 1]
     kept = 0
     for j in range(n):
@@ -282,11 +264,7 @@ def _one_query(
     bounds: F32,
     a: int,
     b: int,
-    offsets: I64,
-    docs: I32,
-    tfs: I32,
-    norms: U8,
-    cache: F32,
+    index: Postings,
     acc: F64,
     mark: I32,
     stamp: int,
@@ -306,6 +284,7 @@ def _one_query(
     ``theta`` (raised as the partial scores grow) are dropped."""
     m = b - a
     k = heap_scores.shape[0]
+    offsets = index[0]
     rest[m] = 0.0
     for i in range(m - 1, -1, -1):
         rest[i] = rest[i + 1] + np.float64(bounds[a + i])
@@ -315,7 +294,7 @@ def _one_query(
     for i in range(m):
         t, w = terms[a + i], weights[a + i]
         if open_:
-            n, top = _walk(t, w, offsets, docs, tfs, norms, cache, acc, mark, stamp, rows, n)
+            n, top = _walk(t, w, index, acc, mark, stamp, rows, n)
             best = max(best, top)
             if i + 1 < m and n >= k:
                 bound = np.float32(rest[i + 1] * _UP)
@@ -327,13 +306,13 @@ def _one_query(
                         n = _keep(acc, rows, n, rest[i + 1], theta)
             continue
         if offsets[t + 1] - offsets[t] <= WALK_PER_CANDIDATE * n:
-            _update(t, w, offsets, docs, tfs, norms, cache, acc, mark, stamp)
+            _update(t, w, index, acc, mark, stamp)
             n = _keep(acc, rows, n, rest[i + 1], theta)
         else:
             if not ordered:
                 _in_row_order(rows, n, bits)
                 ordered = True
-            n = _look_up(t, w, offsets, docs, tfs, norms, cache, acc, rows, n, rest[i + 1], theta)
+            n = _look_up(t, w, index, acc, rows, n, rest[i + 1], theta)
         if i + 1 < m and n > k:  # the k-th best partial score only grows: prune harder
             _best(acc, rows, n, heap_scores, heap_rows)
             theta = max(theta, heap_scores[0])
@@ -373,12 +352,13 @@ def search(
     rest = np.zeros(longest + 1, dtype=np.float64)
     heap_scores = np.zeros(k, dtype=np.float32)
     heap_rows = np.zeros(k, dtype=np.int32)
+    index = (offsets, docs, tfs, norms, cache)
     for q in range(lo, hi):
         size = 0
         if starts[q + 1] > starts[q]:
             size = _one_query(
-                terms, weights, bounds, starts[q], starts[q + 1], offsets, docs, tfs,
-                norms, cache, acc, mark, q - lo, rows, rest, heap_scores, heap_rows, bits,
+                terms, weights, bounds, starts[q], starts[q + 1], index, acc, mark, q - lo,
+                rows, rest, heap_scores, heap_rows, bits,
             )  # fmt: skip
         at = (q - lo) * k
         out_counts[q - lo] = size
