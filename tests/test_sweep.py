@@ -313,3 +313,31 @@ def test_the_report_folder_is_written_whole(
     capsys.readouterr()
     assert main(_sweep_cli(tmp_path, "-o", str(out))) == 2
     assert "holds other files than a sweep's (notes.txt)" in capsys.readouterr().err
+
+
+def test_a_failed_write_of_the_folder_is_one_error_and_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk filling while the report is written: one ``error:`` line naming the
+    folder and the reason, the old folder as it was, no temporary beside it."""
+    import errno
+    import importlib
+
+    from ragframe.cli import main
+
+    evaluate_package = importlib.import_module("ragframe.evaluate")
+    out = tmp_path / "sweep"
+    assert main(_sweep_cli(tmp_path, "-o", str(out))) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+
+    def full(result: Any, path: Any) -> None:
+        Path(path).write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(evaluate_package, "write_report", full)
+    assert main(_sweep_cli(tmp_path, "-o", str(out), "--report", top_k="[1, 2, 3]")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"error: cannot write {out}: No space left on device"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.toml", "sweep"]

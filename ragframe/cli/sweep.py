@@ -190,21 +190,19 @@ def _write_folder(result: Any, out: Path, shown: str, report: bool) -> None:
     """The sweep's files into a temporary folder beside ``out``, then renamed into
     place in one step: a failure or a signal leaves the old folder (or none), never
     a half-new one."""
-    tmp = _atomic.new_directory(out)
-    try:
-        io.write_table(result.per_query, tmp / FILES[0])
-        io.write_table(result.summary, tmp / FILES[1])
-        if report:
-            from ragframe.evaluate import write_report
+    from ragframe.driver._commit import commit, parts_folder
 
-            write_report(result, tmp / FILES[2])
-        _atomic.commit_directory(tmp, out)
+    try:
+        with parts_folder(out) as tmp:
+            io.write_table(result.per_query, tmp / FILES[0])
+            io.write_table(result.summary, tmp / FILES[1])
+            if report:
+                from ragframe.evaluate import write_report
+
+                write_report(result, tmp / FILES[2])
+            commit(tmp, out)
     except OSError as exc:
-        _atomic.remove(tmp)
         raise RagframeError(f"cannot write {shown}: {exc.strerror or exc}") from None
-    except BaseException:
-        _atomic.remove(tmp)
-        raise
 
 
 def _local(args: argparse.Namespace, grid: dict[str, list[Any]], qrels: Any) -> Any:
