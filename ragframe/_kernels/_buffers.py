@@ -113,6 +113,21 @@ def prefetch_text(address: I64, length: I64, row: int) -> None:
 
 
 @internal
+def read_ahead(address: I64, length: I64, row: int) -> U8:
+    """Row ``row``'s bytes (:func:`text_at`), prefetching those :data:`PREFETCH_AHEAD`
+    rows on: for a kernel that reads the rows' texts in row order."""
+    prefetch_text(address, length, row + PREFETCH_AHEAD)
+    return text_at(address, length, row)
+
+
+@internal
+def copy_bytes(source: U8, target: U8) -> None:
+    """``source`` into the start of ``target`` (at least as long)."""
+    for i in range(len(source)):
+        target[i] = source[i]
+
+
+@internal
 def text_at(address: I64, length: I64, row: int) -> U8:
     """Row ``row``'s UTF-8 bytes, read in place from its Arrow buffer."""
     return carray(pointer(address[row]), length[row])  # type: ignore[no-any-return,call-arg]
