@@ -9,6 +9,7 @@ runs.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -75,6 +76,29 @@ def prefetch(typingctx: Any, address: Any) -> Any:
     return types.void(types.int64), codegen
 
 
+def _u64_python(address: int) -> np.uint64:
+    """:func:`load_u64` in plain Python."""
+    return np.uint64(ctypes.c_uint64.from_address(int(address)).value)
+
+
+@intrinsic(_u64_python)
+def load_u64(typingctx: Any, address: Any) -> Any:
+    """The 8 bytes at an integer address (any alignment) as a little-endian uint64: one
+    load where a loop over the bytes takes eight, for filters that compare 8 bytes of
+    text at every place."""
+    from llvmlite import ir  # run while a kernel compiles: numba is loaded
+    from numba import types
+
+    del typingctx, address
+    word = ir.IntType(64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        del context, signature
+        return builder.load(builder.inttoptr(args[0], word.as_pointer()), align=1)
+
+    return types.uint64(types.int64), codegen
+
+
 PREFETCH_AHEAD = 4
 """How many rows ahead the kernels prefetch texts."""
 
@@ -86,6 +110,21 @@ def prefetch_text(address: I64, length: I64, row: int) -> None:
         start = address[row]
         for offset in range(0, min(length[row], 512), 64):
             prefetch(start + offset)  # type: ignore[call-arg]
+
+
+@internal
+def read_ahead(address: I64, length: I64, row: int) -> U8:
+    """Row ``row``'s bytes (:func:`text_at`), prefetching those :data:`PREFETCH_AHEAD`
+    rows on: for a kernel that reads the rows' texts in row order."""
+    prefetch_text(address, length, row + PREFETCH_AHEAD)
+    return text_at(address, length, row)
+
+
+@internal
+def copy_bytes(source: U8, target: U8) -> None:
+    """``source`` into the start of ``target`` (at least as long)."""
+    for i in range(len(source)):
+        target[i] = source[i]
 
 
 @internal

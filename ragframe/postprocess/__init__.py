@@ -27,7 +27,7 @@ Parameters                            :mod:`._config` (:class:`PostprocessConfig
 9. order blocks                       :mod:`._merge` (``_rule9_order``)
 10. budget, truncation                :mod:`._budget` (decided inside the merge's
                                       wrapper, before any text is written; the cut
-                                      :mod:`._kernels._merge`)
+                                      :mod:`._kernels._pieces`)
 Budgets in tokens                     tokenizers :mod:`ragframe.tokens`; rules 5-9 with
 (``length="tokens"``)                 the cap in tokens :mod:`._token_merge`; rule 10
                                       in tokens :mod:`._token_budget`

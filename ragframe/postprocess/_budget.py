@@ -4,7 +4,7 @@
 
 ``postprocess`` decides it inside the merge (:func:`within_budget` on the blocks'
 ranks and running lengths, before any text is written; the cut by
-:func:`ragframe.postprocess._kernels._merge.truncated`), so no text is written for a
+:func:`ragframe.postprocess._kernels._pieces.truncated`), so no text is written for a
 block the budget drops. :func:`budget` decides it over a frame of merged blocks, for a
 sweep that budgets one merge many ways.
 """

@@ -24,12 +24,13 @@ from ragframe import schema as c
 from ragframe._arrow import consecutive_strings, int64_lists
 from ragframe._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._budget import TRUNCATE_WINDOW, within_budget
-from ragframe.postprocess._kernels._merge import MergeResult, Texts, merge, truncated, write_blocks
+from ragframe.postprocess._kernels._merge import MergeResult, merge, write_blocks
 from ragframe.postprocess._kernels._order import (
     descending_key,
     ordered_in_segments,
     rank_order,
 )
+from ragframe.postprocess._kernels._pieces import Texts, truncated
 from ragframe.postprocess._texts import RowTexts, row_texts, stacked
 
 _STATS: dict[str, pl.DataType | type[pl.DataType]] = {

@@ -11,27 +11,14 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ragframe._arrow import string_addresses
+from ragframe._arrow import U8, string_addresses
 from ragframe._kernels._ahead import sample
-from ragframe._kernels._buffers import (
-    PREFETCH_AHEAD,
-    longest_text,
-    prefetch_text,
-    text_at,
-)
-from ragframe._kernels._compile import (
-    F64,
-    I64,
-    U8,
-    ZERO,
-    Bools,
-    compiled,
-    frozen,
-    internal,
-)
+from ragframe._kernels._buffers import copy_bytes, longest_text, read_ahead
+from ragframe._kernels._compile import F64, I64, ZERO, Bools, compiled, frozen
 from ragframe._kernels._parts import in_parts
 from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
-from ragframe.postprocess._kernels._text import budget_cut, code_points, trimmed
+from ragframe.postprocess._kernels._pieces import Texts, append_piece, block_range, truncated
+from ragframe.postprocess._kernels._text import code_points
 from ragframe.tokens._kernels._bpe import is_ascii
 from ragframe.tokens._kernels._count import (
     Cache,
@@ -43,33 +30,14 @@ from ragframe.tokens._kernels._count import (
     no_pieces,
 )
 
-
-@internal
-def _copy(source: U8, target: U8) -> None:
-    for i in range(len(source)):
-        target[i] = source[i]
-
-
-@internal
-def _appended(text: U8, used: int, data: U8, cut: int, end: int) -> int:
-    """Write a row's part of its block after the block's ``used`` bytes of ``text``:
-    ``data[cut:end]``, or with ``cut`` -1, "\n" and all of it. The block's new end."""
-    if cut < 0:
-        text[used] = 10
-        used += 1
-        cut = 0
-    _copy(data[cut:end], text[used:])
-    return used + end - cut
+MergeRows = tuple[I64, I64, Bools, I64, F64, F64]
+"""The rows a merge reads, in merge order: their texts' addresses and lengths, whether
+each starts its group, chunk index, similarity and rerank score (NaN: null)."""
 
 
 @compiled
 def _merge(
-    address: I64,
-    length: I64,
-    group_start: Bools,
-    chunk_index: I64,
-    sim: F64,
-    rerank: F64,
+    rows: MergeRows,
     max_gap: int,
     cap: int,
     by_offsets: bool,
@@ -83,10 +51,10 @@ def _merge(
     cache: Cache,
     block_tokens: I64,
 ) -> None:
-    """Rules 6-8 for the groups of rows ``part[0]:part[1]``: rows in merge order,
-    ``group_start`` marking each group's first row, ``rerank`` and the offsets NaN
-    where null (offsets as floats: exact below 2**53, and one signature whether or not
-    a chunk lacks them); no block is longer than ``part[2]`` bytes.
+    """Rules 6-8 for the groups of rows ``part[0]:part[1]`` (:data:`MergeRows`), rerank
+    scores and offsets NaN where null (offsets as floats: exact below 2**53, and one
+    signature whether or not a chunk lacks them); no block is longer than ``part[2]``
+    bytes.
 
     Sets per row, in ``piece``, what it adds to its block: its text from that byte
     (0 where it starts a block), or -1 for "\n" + its whole text; and in ``blocks``
@@ -104,6 +72,7 @@ def _merge(
     to count here (:data:`~._bpe.LONG_PIECE`), the part stops with
     ``block_tokens[part[0]]`` -1 (:class:`NotCounted`).
     """
+    address, length, group_start, chunk_index, sim, rerank = rows
     starts, block_bytes, block_chars, block_end, block_max = blocks[:5]
     block_sum, block_count, block_rerank = blocks[5:]
     lo, hi, longest = part
@@ -123,8 +92,7 @@ def _merge(
     chars = 0  # the current block's length in code points
     char_end = 0.0  # float64, as the offsets: one signature of offsets_cut
     for r in range(lo, hi):
-        prefetch_text(address, length, r + PREFETCH_AHEAD)
-        data = text_at(address, length, r)
+        data = read_ahead(address, length, r)
         if in_tokens and not is_ascii(data):  # not counted here: the caller's rounds
             block_tokens[lo] = -1
             return
@@ -144,7 +112,7 @@ def _merge(
             if not in_tokens:
                 append = chars + extra <= cap
             else:  # the merged text written after the block's, then counted from its last piece
-                w = _appended(text, used, data, cut, t1)
+                w = append_piece(text, used, data, cut, t1)
                 count, last_at, upto = count_tail(text, last, w, vocab, scratch, cache, nothing)
                 if count < 0:  # a long piece: not counted here, the caller's rounds
                     block_tokens[lo] = -1
@@ -154,7 +122,7 @@ def _merge(
                     tokens, before, last = before + count, before + upto, last_at
         if append:
             piece[r] = cut
-            used = w if in_tokens else _appended(text, used, data, cut, t1)  # tokens: written
+            used = w if in_tokens else append_piece(text, used, data, cut, t1)  # tokens: written
             chars += extra
             block_end[b] = chunk_index[r]
             char_end = max(char_end, end_char[r])
@@ -173,7 +141,7 @@ def _merge(
             starts[r] = True
             piece[r] = 0
             b = r
-            _copy(data, text)
+            copy_bytes(data, text)
             used = t1
             chars = code_points(data, t0, t1)
             char_end = end_char[r]
@@ -193,33 +161,6 @@ def _merge(
         block_tokens[b] = tokens
 
 
-@internal
-def _block_range(
-    address: I64, length: I64, piece: I64, rows: tuple[int, int], skip: int, out: U8
-) -> None:
-    """Bytes ``skip:skip + len(out)`` of the text of the block made of the rows
-    ``rows[0]:rows[1]`` (each adding its ``piece``: see :func:`_merge`), into ``out``."""
-    end = skip + len(out)
-    at = ZERO  # the block text's byte where the next row's part starts
-    w = 0
-    for r in range(rows[0], rows[1]):
-        if at >= end:
-            break
-        cut = piece[r]
-        if cut < 0:
-            if at >= skip:
-                out[w] = 10
-                w += 1
-            at += 1
-            cut = 0
-        data = text_at(address, length, r)
-        a, b = max(at, skip), min(at + len(data) - cut, end)
-        if a < b:
-            _copy(data[cut + a - at : cut + b - at], out[w:])
-            w += b - a
-        at += len(data) - cut
-
-
 @compiled
 def _write(
     address: I64,
@@ -236,35 +177,7 @@ def _write(
     ``first[k]:stop[k]``) from its byte ``skip[k]`` into ``out[begin[k]:begin[k + 1]]``."""
     for k in range(part[0], part[1]):
         rows = (first[k], stop[k])
-        _block_range(address, length, piece, rows, skip[k], out[begin[k] : begin[k + 1]])
-
-
-@compiled
-def _truncations(
-    address: I64,
-    length: I64,
-    piece: I64,
-    first: I64,
-    stop: I64,
-    size: I64,
-    limit: int,
-    window: int,
-) -> tuple[I64, I64, I64]:
-    """Rule 10's cut of blocks longer than ``limit`` code points (block ``k``: the rows
-    ``first[k]:stop[k]``, ``size[k]`` bytes): the first ``limit`` code points, cut at the
-    last Java whitespace among positions ``limit - 1`` down to, not including,
-    ``max(0, limit - window)``, then Java-trimmed. Per block: the byte it starts at,
-    its bytes and its code points."""
-    skip = np.zeros(len(first), dtype=np.int64)
-    take = np.zeros(len(first), dtype=np.int64)
-    chars = np.zeros(len(first), dtype=np.int64)
-    for k in range(len(first)):
-        text = np.empty(size[k], dtype=np.uint8)
-        _block_range(address, length, piece, (first[k], stop[k]), ZERO, text)
-        cut = budget_cut(text, limit, window)
-        a, b = trimmed(text, ZERO, cut)
-        skip[k], take[k], chars[k] = a, b - a, code_points(text, a, b)
-    return skip, take, chars
+        block_range(address, length, piece, rows, skip[k], out[begin[k] : begin[k + 1]])
 
 
 MergeBlocks = tuple[Bools, I64, I64, I64, F64, F64, I64, F64]
@@ -332,14 +245,9 @@ def merge(
     n = len(chunk_index)
     by_offsets = start_char is not None and end_char is not None
     zeros = np.zeros(n, dtype=np.int64)
-    rows = (
-        frozen(address, np.int64),
-        frozen(length, np.int64),
-        frozen(group_start, np.bool_),
-        frozen(chunk_index, np.int64),
-        frozen(sim, np.float64),
-        frozen(rerank, np.float64),
-    )
+    given = (address, length, group_start, chunk_index, sim, rerank)
+    kinds = (np.int64, np.int64, np.bool_, np.int64, np.float64, np.float64)
+    rows: MergeRows = tuple(frozen(a, t) for a, t in zip(given, kinds, strict=True))  # type: ignore[assignment]
     offsets = (
         frozen(start_char if start_char is not None else zeros, np.float64),
         frozen(end_char if end_char is not None else zeros, np.float64),
@@ -365,7 +273,7 @@ def merge(
         longest = int(group_bytes[within[0] : within[1]].max()) if hi > lo else 0
         with caches.taken() if caches else contextlib.nullcontext(new_cache(1)) as cache:
             _merge(
-                *rows,
+                rows,
                 int(max_gap),
                 int(cap),
                 by_offsets,
@@ -383,30 +291,6 @@ def merge(
     if tokens is not None and (block_tokens < 0).any():
         raise NotCounted("a text is not ASCII or has a long piece")
     return MergeResult(blocks[0], piece, *blocks[1:], block_tokens)
-
-
-class Texts(NamedTuple):
-    """Which bytes of which blocks to write: block ``k`` is the rows
-    ``first[k]:stop[k]`` (merge order), written from its byte ``skip[k]``, ``take[k]``
-    bytes (for a truncated block, rule 10's cut)."""
-
-    first: I64
-    stop: I64
-    skip: I64
-    take: I64
-
-
-def truncated(
-    address: I64, length: I64, piece: I64, blocks: Texts, limit: int, window: int
-) -> tuple[Texts, I64]:
-    """``blocks`` (``take``: their sizes) cut to ``limit`` code points as rule 10 cuts
-    (see :func:`_truncations`), and the code points each keeps."""
-    a, n, p, first, stop, size = (
-        frozen(x, np.int64)
-        for x in (address, length, piece, blocks.first, blocks.stop, blocks.take)
-    )
-    skip, take, chars = _truncations(a, n, p, first, stop, size, int(limit), int(window))
-    return Texts(blocks.first, blocks.stop, skip, take), chars
 
 
 def write_blocks(address: I64, length: I64, piece: I64, blocks: Texts) -> tuple[U8, I64]:
@@ -431,7 +315,7 @@ def write_blocks(address: I64, length: I64, piece: I64, blocks: Texts) -> tuple[
     return out, begin
 
 
-def _sample_blocks() -> tuple[I64, I64, MergeResult, Texts, object]:
+def sample_blocks() -> tuple[I64, I64, MergeResult, Texts, object]:
     """A block of two one-character rows (\"a\", \"b\"), merged: what the samples
     below call the kernels on."""
     address, length, alive = string_addresses(pl.Series(["a", "b"]))
@@ -445,13 +329,13 @@ def _sample_blocks() -> tuple[I64, I64, MergeResult, Texts, object]:
 @sample("_merge")
 def _sample() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
-    _sample_blocks()
+    sample_blocks()
 
 
 @sample("_write")
 def _sample_write() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
-    address, length, m, blocks, alive = _sample_blocks()
+    address, length, m, blocks, alive = sample_blocks()
     write_blocks(address, length, m.piece, blocks)
     del alive
 
@@ -459,6 +343,6 @@ def _sample_write() -> None:
 @sample("_truncations")
 def _sample_truncations() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
-    address, length, m, blocks, alive = _sample_blocks()
+    address, length, m, blocks, alive = sample_blocks()
     truncated(address, length, m.piece, blocks, 1, 80)
     del alive
