@@ -56,7 +56,7 @@ def _requests() -> pl.DataFrame:
     )
 
 
-def _blocks() -> pl.DataFrame:
+def _blocks() -> pl.LazyFrame:
     chunks = pl.scan_parquet(DATA / "chunks.parquet")
     return ragframe.postprocess(pl.scan_parquet(DATA / "results.parquet"), CONFIG, chunks=chunks)
 
@@ -140,11 +140,9 @@ def ray_cluster(environment: str) -> Iterator[Any]:
 def _engine(name: str, request: pytest.FixtureRequest) -> Any:
     """The adapter module, its cluster (worker processes) started by its fixture."""
     request.getfixturevalue("dask_client" if name == "dask" else "ray_cluster")
-    if name == "dask":
-        from ragframe.distributed import dask as module
-    else:
-        from ragframe.distributed import ray as module
-    return module
+    import importlib
+
+    return importlib.import_module(f"ragframe.distributed.{name}")
 
 
 def test_the_driver_lists_remote_files_and_reads_their_footers(bucket: str) -> None:
@@ -407,7 +405,7 @@ def test_cli_on_an_engine_reads_and_writes_s3_as_a_local_run(
     pytest.importorskip("distributed" if name == "dask" else "ray")
     _download(bucket, tmp_path / "in")
     args, out = CLI[command]
-    local_out = str(tmp_path / out)
+    local_out = str(tmp_path / out) + ("/" if out.endswith("/") else "")
     argv = [a.replace("{in}", str(tmp_path / "in")) for a in args]
     assert main([*argv, "-o", local_out, "-q"]) == 0
     argv = [a.replace("{in}", f"s3://{bucket}/in") for a in args]
