@@ -178,11 +178,11 @@ def test_a_hive_folder_or_a_damaged_footer_is_refused_before_any_work(bucket: st
 
 
 @pytest.mark.parametrize("name", ENGINES)
-def test_every_stage_reads_s3_on_each_worker_as_the_local_run(
+def test_postprocess_and_fetch_read_s3_on_each_worker_as_the_local_run(
     name: str, bucket: str, request: pytest.FixtureRequest
 ) -> None:
-    """Inputs, chunk stores (broadcast and joined by key), documents and qrels on S3:
-    each stage's output equals the local run's on the local files."""
+    """Inputs, chunk stores (broadcast and joined by key) and documents on S3: each
+    stage's output equals the local run's on the local files."""
     engine = _engine(name, request)
     base = f"s3://{bucket}/in"
     blocks = _blocks().collect()
@@ -203,6 +203,17 @@ def test_every_stage_reads_s3_on_each_worker_as_the_local_run(
         f"{base}/requests.parquet", f"{base}/documents.parquet", fconfig, collect=True, partitions=2
     )
     assert_frame_equal(got, fetched)
+
+
+@pytest.mark.parametrize("name", ["dask", pytest.param("ray", marks=pytest.mark.slow)])
+def test_evaluate_and_sweep_read_s3_on_each_worker_as_the_local_run(
+    name: str, bucket: str, request: pytest.FixtureRequest
+) -> None:
+    """Candidates, blocks, chunk stores and qrels on S3 (Ray's runs of these small
+    stages take half a minute here: slow)."""
+    engine = _engine(name, request)
+    base = f"s3://{bucket}/in"
+    blocks = _blocks().collect()
     qrels = ragframe.read_qrels(DATA / "qrels.parquet")
     results = pl.read_parquet(DATA / "results.parquet")
     local = ragframe.evaluate(qrels, candidates=results, k=[5, 10]).collect()
