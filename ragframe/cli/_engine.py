@@ -20,9 +20,9 @@ from ragframe import io
 from ragframe import schema as c
 from ragframe.cli._common import integer
 from ragframe.cli._options import config_from_args
-from ragframe.distributed._inputs import parquet_files, refuse_hive, require
+from ragframe.distributed._inputs import parquet_files, parquet_schema, refuse_hive, require
 from ragframe.errors import ConfigError, RagframeError
-from ragframe.io import _atomic
+from ragframe.io import _atomic, _filesystems
 
 if TYPE_CHECKING:
     from ragframe.evaluate import SweepResult
@@ -92,10 +92,8 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
                     )
                 )
             )
-        except OSError as exc:
-            raise RagframeError(
-                f"cannot reach the Dask scheduler {args.scheduler}: {exc}"
-            ) from None
+        except Exception as exc:  # any failure to start or connect: one line, no traceback
+            raise _not_started("Dask", args.scheduler, exc, "tcp://HOST:8786") from None
         try:
             yield dask_engine
         finally:
@@ -120,8 +118,8 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
                 log_to_driver=False,
                 logging_level=logging.WARNING,
             )
-    except ConnectionError as exc:
-        raise RagframeError(f"cannot reach the Ray cluster {args.ray_address}: {exc}") from None
+    except Exception as exc:  # any failure to start or connect: one line, no traceback
+        raise _not_started("Ray", args.ray_address, exc, "HOST:6379") from None
     try:
         yield ray_engine
     finally:
@@ -129,16 +127,41 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
             ray.shutdown()
 
 
+def _not_started(
+    engine: str, address: str | None, exc: BaseException, expected: str
+) -> RagframeError:
+    """The one-line error of a cluster that could not be reached or started."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    detail = lines[0] if lines else type(exc).__name__
+    if address:
+        return RagframeError(
+            f"cannot reach the {engine} cluster at {address}: {detail}; expected the address "
+            f"of a running cluster ({expected})"
+        )
+    return RagframeError(f"cannot start a local {engine} cluster: {detail}")
+
+
 def _parquet(path: str | None, what: str) -> str | None:
     """An engine input: a Parquet file, folder or glob (other formats: run locally), not
     a hive dataset (its columns live in folder names, which the engines do not read)."""
-    if path is not None and not (
-        os.path.isdir(path) or path.endswith((".parquet", ".pq")) or "*" in path
+    if path is None:
+        return None
+    path = _filesystems.local(path)
+    remote = _filesystems.is_remote(path)
+    if not (
+        path.endswith((".parquet", ".pq", *(("/",) if remote else ())))
+        or "*" in path
+        or (os.path.isdir(path) if not remote else _remote_folder(path))
     ):
         raise ConfigError(f"{what} {path}: an engine reads Parquet (a file, folder or glob)")
-    if path is not None:
-        refuse_hive(path, what)
+    refuse_hive(path, what)
     return path
+
+
+def _remote_folder(uri: str) -> bool:
+    """Whether the remote ``uri`` (no final ``/``) holds files: a folder."""
+    found = _filesystems.remote_files(uri)
+    return bool(found) and found != [uri]
 
 
 _INPUTS = {
@@ -166,9 +189,16 @@ def run_on_engine(args: argparse.Namespace, command: str) -> dict[str, Any]:
 
 
 @contextmanager
-def _parts(destination: str) -> Iterator[Path]:
-    """A temporary folder beside ``destination`` for the workers' parts, removed at the
-    end (on an error and on a signal too)."""
+def _parts(destination: str) -> Iterator[Path | str]:
+    """A temporary folder beside ``destination`` for the workers' parts (a remote
+    ``destination``: a temporary prefix beside it, the workers uploading their parts
+    there), removed at the end (on an error and on a signal too)."""
+    if _filesystems.is_remote(destination):
+        from ragframe.driver import _commit
+
+        with _commit.parts_folder(destination.rstrip("/")) as remote:
+            yield remote
+        return
     beside = Path(tempfile.gettempdir()) / "ragframe-run" if destination == io.STDIO else None
     folder = _atomic.temp_name(beside or Path(os.path.realpath(destination)))
     _atomic.WRITING.add(folder)
@@ -191,11 +221,11 @@ def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     run = {"config": config, "chunks": chunks, "partitions": args.partitions}
     with _parts(args.output) as folder:
         if io.is_directory(args.output):
-            written = Path(engine.postprocess(results, output=args.output, **run))
+            written = engine.postprocess(results, output=args.output, **run)
         else:
-            written = Path(engine.postprocess(results, output=folder, **run))
+            written = engine.postprocess(results, output=folder, **run)
             _commit.assemble(written, args.output, ordered=False)
-        scan = pl.scan_parquet(_commit.part_files(written), hive_partitioning=False)
+        scan = _commit.scan_parts(_commit.part_files(written))
         found = (
             scan.select(
                 pl.col(c.QUERY_ID).n_unique(),
@@ -218,7 +248,6 @@ def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
 def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Workers write the parts (each in request order); the driver merges them into the
     output a range of request order at a time."""
-    import polars as pl
 
     from ragframe.driver import _commit
     from ragframe.fetch import FetchConfig
@@ -233,8 +262,8 @@ def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
             output=folder,
             partitions=args.partitions,
         )
-        _commit.assemble(Path(written), args.output, ordered=True)
-        scan = pl.scan_parquet(_commit.part_files(Path(written)), hive_partitioning=False)
+        _commit.assemble(written, args.output, ordered=True)
+        scan = _commit.scan_parts(_commit.part_files(written))
         counts = scan.group_by(c.STRATEGY).len().collect(engine="streaming")
     per = dict(zip(counts[c.STRATEGY].to_list(), counts["len"].to_list(), strict=True))
     return {"rows": int(sum(per.values())), **per, "output": args.output}
@@ -242,7 +271,6 @@ def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 def evaluate_on_engine(args: argparse.Namespace, qrels: Any) -> Any:
     """``ragframe evaluate`` on ``args.engine``: the per-query table."""
-    import polars as pl
 
     if args.candidates:
         raise ConfigError(
@@ -251,7 +279,7 @@ def evaluate_on_engine(args: argparse.Namespace, qrels: Any) -> Any:
     _check_inputs(args, "evaluate")
     source = _parquet(args.input, "INPUT")
     assert source is not None
-    schema = pl.read_parquet_schema(parquet_files(source)[0])
+    schema = parquet_schema(parquet_files(source)[0])
     is_blocks = c.BLOCK_RANK in schema or c.CONTENT in schema
     options: dict[str, Any] = {
         "max_blocks": args.max_blocks,

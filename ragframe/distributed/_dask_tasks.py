@@ -18,6 +18,7 @@ from ragframe.distributed._inputs import (
     local_table,
     parquet_files,
     parquet_rows,
+    parquet_schema,
     positioned,
     read_parquet,
     read_piece,
@@ -70,7 +71,7 @@ def frame_of(
     ddf = dd()
     if is_path(source):
         files = parquet_files(source)
-        empty = pl.DataFrame(schema=pl.read_parquet_schema(files[0])).to_arrow()
+        empty = pl.DataFrame(schema=parquet_schema(files[0])).to_arrow()
         meta = pandas(keyed(empty, 0))
         numbers = list(range(len(files)))
         if keyed is positioned:

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from ragframe import schema as c
 from ragframe.dataset._run import ROWS_PER_PARTITION
+from ragframe.distributed import _remote
 from ragframe.errors import ConfigError, RagframeError
 from ragframe.io._sources import walk
 from ragframe.io._unreadable import check_footers, naming, unreadable
@@ -69,6 +70,7 @@ def parquet_files(source: Source) -> list[str]:
     them: a file; a glob or a folder (its ``*.parquet`` files, recursively, sorted,
     walked as a local input is: hidden names skipped, folders behind links followed,
     a link loop or a broken link refused); or a list of these, in the list's order.
+    A URI (``s3://...``) is listed on its filesystem (:mod:`._remote`), alike.
 
     Example:
         >>> parquet_files([])
@@ -78,7 +80,13 @@ def parquet_files(source: Source) -> list[str]:
     """
     items = [source] if isinstance(source, str | os.PathLike) else list(source)
     files: list[str] = []
-    for item in [os.fspath(i) for i in items]:
+    remote = []
+    for item in [os.fspath(_remote.local(i)) for i in items]:
+        if _remote.is_remote(item):  # listed here; each worker reads its own pieces
+            found = _remote.files(item)
+            files += found
+            remote += found
+            continue
         refuse_hive(item)
         if Path(item).is_dir():  # walked as a local input is: links followed, loops refused
             files += sorted(str(f) for f in walk(Path(item), item) if f.suffix == ".parquet")
@@ -92,7 +100,8 @@ def parquet_files(source: Source) -> list[str]:
         raise RagframeError(
             f"no Parquet files in {[os.fspath(i) for i in items]}; expected a file, folder or glob"
         )
-    check_footers(files)  # a truncated file fails here, named, before any work
+    check_footers([f for f in files if not _remote.is_remote(f)])  # a truncated file
+    _remote.footers(remote)  # fails here, named, before any work
     return files
 
 
@@ -100,6 +109,11 @@ def refuse_hive(source: PathLike, what: str = "input") -> None:
     """Raise unless the folder ``source`` (anything else passes) is free of hive
     partitions (``key=value`` folders): an engine reads each Parquet file as it is, so
     the columns those folder names hold would be lost."""
+    if _remote.is_remote(source):
+        given = os.fspath(source)
+        if not glob.has_magic(given):
+            _remote.files(given, what)
+        return
     root = Path(source)
     if not root.is_dir():
         return
@@ -116,13 +130,25 @@ def refuse_hive(source: PathLike, what: str = "input") -> None:
 
 def parquet_rows(files: Sequence[str]) -> list[int]:
     """Each file's row count, from its footer."""
-    import pyarrow.parquet as pq  # only where an engine runs: the CLI starts without it
+    return [_footer(f).num_rows for f in files]
 
-    return [pq.ParquetFile(f).metadata.num_rows for f in files]
+
+def _footer(path: str) -> Any:
+    import pyarrow.parquet as pq
+
+    return _remote.metadata(path) if _remote.is_remote(path) else pq.ParquetFile(path).metadata
+
+
+def parquet_schema(path: str) -> Mapping[str, Any]:
+    """The Polars schema of one Parquet file (local or remote), from its footer."""
+    return _remote.schema(path) if _remote.is_remote(path) else pl.read_parquet_schema(path)
 
 
 def read_parquet(path: str) -> pa.Table:
-    """One Parquet file (on a worker): a damaged one is an error naming it."""
+    """One Parquet file (on a worker; a remote one read with the worker's own
+    credentials): a damaged one is an error naming it."""
+    if _remote.is_remote(path):
+        return _remote.read(path).to_arrow()
     try:
         return pl.read_parquet(path).to_arrow()
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
@@ -167,10 +193,7 @@ def store_bytes(store: Any) -> int | None:
     if isinstance(store, pa.Table):
         return int(store.nbytes)
     if is_path(store):
-        import pyarrow.parquet as pq
-
-        files = parquet_files(store)
-        meta = [pq.ParquetFile(f).metadata for f in files]
+        meta = [_footer(f) for f in parquet_files(store)]
         return int(
             sum(m.row_group(i).total_byte_size for m in meta for i in range(m.num_row_groups))
         )
@@ -196,6 +219,9 @@ def local_table(store: Any) -> pa.Table:
         return store.to_arrow()
     if is_path(store):
         files = parquet_files(store)
+        if any(_remote.is_remote(f) for f in files):
+            read = [_remote.read(f) if _remote.is_remote(f) else pl.read_parquet(f) for f in files]
+            return pl.concat(read).to_arrow()
         with naming(files):
             return pl.scan_parquet(files).collect().to_arrow()
     raise ConfigError(f"cannot broadcast a store of type {type(store).__name__}")

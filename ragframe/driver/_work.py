@@ -11,6 +11,7 @@ import pyarrow as pa
 from ragframe import io
 from ragframe.distributed._parts import frame
 from ragframe.driver._store_files import StoreFiles
+from ragframe.io import _filesystems
 
 ROWS = "rows"
 """The one column of what a worker returns after writing its part."""
@@ -21,9 +22,14 @@ def part_name(number: int) -> str:
 
 
 def write_part(table: pa.Table, folder: str, number: int) -> int:
-    """Write one partition's part (atomically: a retried task rewrites the same name);
-    return its row count."""
-    io.write_table(frame(table), os.path.join(folder, part_name(number)))
+    """Write one partition's part (atomically: a retried task rewrites the same name;
+    a remote folder's, uploaded as one object); return its row count."""
+    if _filesystems.is_remote(folder):
+        from ragframe.driver._commit import put_part
+
+        put_part(frame(table), folder, part_name(number))
+    else:
+        io.write_table(frame(table), os.path.join(folder, part_name(number)))
     return int(table.num_rows)
 
 
