@@ -34,8 +34,9 @@ class DaskEngine:
             except ValueError:
                 client = None
         self.client, self.retries = client, retries
-        found = len(client.scheduler_info()["workers"]) if client is not None else 0
-        self.workers = found or os.cpu_count() or 1
+        found = client.scheduler_info()["workers"] if client is not None else {}
+        self.workers = len(found) or os.cpu_count() or 1
+        self.memory = dp.memory_of(found) if client is not None else None
         self.dask = require("dask", "dask")
 
     def rows(self, source: Any, keyed: Keyed) -> Rows:
@@ -44,16 +45,15 @@ class DaskEngine:
 
     def then(self, rows: Rows, step: Step, **shared: Any) -> Rows:
         schema = step(rows.empty(), **{k: _empty_like(v) for k, v in shared.items()}).schema
-        apply = self.dask.delayed(step, pure=False)
-        native = [apply(piece, **shared) for piece in rows.native]
-        return Rows(native, schema, rows.count, rows.partitions)
+        return Rows(dp.mapped(rows.native, step, shared), schema, rows.count, rows.partitions)
 
     def partition(self, rows: Rows, n: int) -> Rows:
-        return Rows(dp.moved(rows.native, n), rows.schema, rows.count, n)
+        return Rows(dp.moved(rows.native, rows.schema, n, self.memory), rows.schema, rows.count, n)
 
     def join(self, keys: Rows, store: Rows, on: list[str], n: int) -> Rows:
-        schema = dp.joined_schema(keys.schema, store.schema, on)
-        return Rows(dp.join(keys.native, store.native, on, n), schema, None, n)
+        schemas = (keys.schema, store.schema)
+        native = dp.join(keys.native, store.native, schemas, on, n, self.memory)
+        return Rows(native, dp.joined_schema(keys.schema, store.schema, on), None, n)
 
     def share(self, value: Any) -> Any:
         """``value`` as one task of the graph: sent to the scheduler once, copied to each

@@ -11,6 +11,8 @@ import pyarrow as pa
 from ragframe import io
 from ragframe.distributed._parts import frame
 from ragframe.driver._store_files import StoreFiles
+from ragframe.errors import RagframeError
+from ragframe.io import _filesystems
 
 ROWS = "rows"
 """The one column of what a worker returns after writing its part."""
@@ -22,7 +24,10 @@ def part_name(number: int) -> str:
 
 def write_part(table: pa.Table, folder: str, number: int) -> int:
     """Write one partition's part (atomically: a retried task rewrites the same name);
-    return its row count."""
+    return its row count. A local ``folder`` that is gone is not made again: its run has
+    ended (failed, its folder removed by the driver) while this task still ran."""
+    if not _filesystems.is_remote(folder) and not os.path.isdir(folder):
+        raise RagframeError(f"the parts folder {folder} is gone: its run has ended")
     io.write_table(frame(table), os.path.join(folder, part_name(number)))
     return int(table.num_rows)
 
