@@ -1,8 +1,8 @@
 """The driver's :class:`~ragframe.driver.Engine` on Dask: the client (or Dask's local
-scheduler) and its retries; rows are Dask frames of Arrow-backed pandas partitions,
-moved into partitions by ``set_index`` on the partition column with the divisions
-``0, 1, ..., n`` (Dask's documented guarantee: partition ``i`` holds every row of
-number ``i``); values shared as graph tasks."""
+scheduler) and its retries; rows are lists of delayed Arrow pieces, moved into
+partitions by cutting each piece by its partition column and concatenating the cuts
+(:mod:`._dask_pieces`: partition ``i`` holds every row of number ``i``); values shared
+as graph tasks."""
 
 from __future__ import annotations
 
@@ -13,13 +13,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from ragframe.distributed import _dask_pieces as dp
 from ragframe.distributed import _dask_tasks as t
 from ragframe.distributed._inputs import require
 from ragframe.driver._engine import Keyed, Rows, Step, Work, workers_died
-
-
-def _apply(df: Any, step: Step, **shared: Any) -> Any:
-    return t.pandas(step(t.arrow(df), **shared))
 
 
 class DaskEngine:
@@ -37,26 +34,26 @@ class DaskEngine:
             except ValueError:
                 client = None
         self.client, self.retries = client, retries
-        found = len(client.scheduler_info()["workers"]) if client is not None else 0
-        self.workers = found or os.cpu_count() or 1
+        found = client.scheduler_info()["workers"] if client is not None else {}
+        self.workers = len(found) or os.cpu_count() or 1
+        self.memory = dp.memory_of(found) if client is not None else None
         self.dask = require("dask", "dask")
 
     def rows(self, source: Any, keyed: Keyed) -> Rows:
-        frame, count = t.frame_of(source, keyed)
-        return Rows(frame, t.schema(frame), count, frame.npartitions)
+        pieces, schema, count = dp.pieces_of(source, keyed)
+        return Rows(pieces, schema, count, len(pieces))
 
     def then(self, rows: Rows, step: Step, **shared: Any) -> Rows:
         schema = step(rows.empty(), **{k: _empty_like(v) for k, v in shared.items()}).schema
-        meta = t.pandas(schema.empty_table())
-        native = rows.native.map_partitions(_apply, step, **shared, meta=meta)
-        return Rows(native, schema, rows.count, rows.partitions)
+        return Rows(dp.mapped(rows.native, step, shared), schema, rows.count, rows.partitions)
 
     def partition(self, rows: Rows, n: int) -> Rows:
-        return Rows(t.by_part(rows.native, n), rows.schema, rows.count, n)
+        return Rows(dp.moved(rows.native, rows.schema, n, self.memory), rows.schema, rows.count, n)
 
     def join(self, keys: Rows, store: Rows, on: list[str], n: int) -> Rows:
-        joined = keys.native.merge(store.native, on=on, how="inner")
-        return Rows(t.by_part(joined, n), t.schema(joined), None, n)
+        schemas = (keys.schema, store.schema)
+        native = dp.join(keys.native, store.native, schemas, on, n, self.memory)
+        return Rows(native, dp.joined_schema(keys.schema, store.schema, on), None, n)
 
     def share(self, value: Any) -> Any:
         """``value`` as one task of the graph: sent to the scheduler once, copied to each
@@ -67,8 +64,8 @@ class DaskEngine:
         return self.dask.delayed(value, pure=True)
 
     def gather(self, rows: Rows) -> pa.Table:
-        (got,) = self.compute([rows.native])
-        return t.arrow(got)
+        got = self.compute(rows.native)
+        return dp.concat(*got) if got else rows.empty()
 
     def compute(self, objects: Sequence[Any]) -> list[Any]:
         """Compute the delayed ``objects`` (lost tasks run again, ``retries`` times)."""
@@ -98,8 +95,8 @@ class DaskEngine:
         lazy: pa.Table | None,
     ) -> Any:
         task = self.dask.delayed(t.task(work), pure=True)
-        pieces = t.delayed_parts(own.native)
-        sides = t.delayed_parts(side.native) if side is not None else [None] * len(pieces)
+        pieces = own.native
+        sides = side.native if side is not None else [None] * len(pieces)
         tables = [
             task(p, s, i, **shared) for i, (p, s) in enumerate(zip(pieces, sides, strict=True))
         ]

@@ -11,6 +11,7 @@ import pyarrow as pa
 from ragframe import io
 from ragframe.distributed._parts import frame
 from ragframe.driver._store_files import StoreFiles
+from ragframe.errors import RagframeError
 from ragframe.io import _filesystems
 
 ROWS = "rows"
@@ -23,12 +24,16 @@ def part_name(number: int) -> str:
 
 def write_part(table: pa.Table, folder: str, number: int) -> int:
     """Write one partition's part (atomically: a retried task rewrites the same name;
-    a remote folder's, uploaded as one object); return its row count."""
+    a remote folder's, uploaded as one object); return its row count. A local
+    ``folder`` that is gone is not made again: its run has ended (failed, its folder
+    removed by the driver) while this task still ran."""
     if _filesystems.is_remote(folder):
         from ragframe.driver._commit import put_part
 
         put_part(frame(table), folder, part_name(number))
     else:
+        if not os.path.isdir(folder):
+            raise RagframeError(f"the parts folder {folder} is gone: its run has ended")
         io.write_table(frame(table), os.path.join(folder, part_name(number)))
     return int(table.num_rows)
 
