@@ -193,7 +193,8 @@ def _write_folder(result: Any, out: Path, shown: str, report: bool) -> None:
     from ragframe.driver._commit import commit, parts_folder
 
     try:
-        with parts_folder(out) as tmp:
+        with parts_folder(out) as folder:
+            tmp = Path(folder)  # a local folder: sweep refuses a remote one before this
             io.write_table(result.per_query, tmp / FILES[0])
             io.write_table(result.summary, tmp / FILES[1])
             if report:
