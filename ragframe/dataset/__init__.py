@@ -116,7 +116,7 @@ def postprocess_dataset(
         (2, ['a', 'b', 'c'])
     """
     from ragframe.dataset import _postprocess
-    from ragframe.dataset._inputs import open_input
+    from ragframe.driver._inputs import open_input
     from ragframe.postprocess import PostprocessConfig
 
     cfg = as_config(config, PostprocessConfig)
@@ -190,7 +190,7 @@ def fetch_dataset(
         ['highlight', 'full']
     """
     from ragframe.dataset import _fetch
-    from ragframe.dataset._inputs import open_input
+    from ragframe.driver._inputs import open_input
     from ragframe.fetch import FetchConfig
 
     cfg = as_config(config, FetchConfig)
@@ -251,7 +251,7 @@ def chunk_dataset(
         (2, ['abcd', 'cdef', 'efgh', 'ghij', 'xyz'])
     """
     from ragframe.dataset import _chunk
-    from ragframe.dataset._inputs import open_input
+    from ragframe.driver._inputs import open_input
     from ragframe.window import WindowConfig
 
     cfg = as_config(config, WindowConfig)

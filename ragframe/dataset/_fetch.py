@@ -29,8 +29,8 @@ import pyarrow.parquet as pq
 from ragframe import io
 from ragframe import schema as c
 from ragframe._progress import Progress
-from ragframe.dataset._inputs import Input, stored_bytes
 from ragframe.dataset._run import RunSummary, arrow_schema, spill_place
+from ragframe.driver._inputs import Input, stored_bytes
 from ragframe.errors import SchemaError
 from ragframe.fetch import FetchConfig, fetch
 from ragframe.fetch._strategy import request_key

@@ -63,15 +63,20 @@ def run_stage(
     if stage.prepare is not None:
         rows = stage.prepare(engine, rows)
     shared_store, store_rows, empty_store = _store(engine, store, broadcast, stage)
+    planned = getattr(engine, "planned", None)
+    if planned is not None:  # the engine reads its own partitions (local: in turn)
+        the_plan, own = planned(rows, stage.key, stage.consecutive)
+        keyed = own
+    else:
 
-    def counts() -> pa.Table:
-        return engine.gather(engine.then(rows, query_counts))
+        def counts() -> pa.Table:
+            return engine.gather(engine.then(rows, query_counts))
 
-    the_plan = plan(
-        source, stage.key, rows.count, rows.partitions, partitions, engine.workers, counts
-    )
-    keyed = engine.then(rows, the_plan.step)
-    own = engine.partition(keyed, the_plan.partitions)
+        the_plan = plan(
+            source, stage.key, rows.count, rows.partitions, partitions, engine.workers, counts
+        )
+        keyed = engine.then(rows, the_plan.step)
+        own = engine.partition(keyed, the_plan.partitions)
     side = None
     if store_rows is not None:
         side = _side(engine, stage, keyed, store_rows, the_plan)
@@ -100,7 +105,7 @@ def _store(
         if is_path(store):  # read by each worker, never by the driver
             files = StoreFiles.of(parquet_files(store))
             return engine.share(files), None, files.empty()
-        table = local_table(store)
+        table = getattr(engine, "whole", local_table)(store)
         return engine.share(table), None, table.slice(0, 0)
     keyed = parts.keyed_store if stage.joined else parts.store_positioned
     return None, engine.rows(store, keyed), None

@@ -28,6 +28,9 @@ class Stage:
     joined: bool = True
     """A store not broadcast is joined by its key (chunks: ``(entity, chunk index)``);
     else bucketed by :attr:`key` like the rows (documents)."""
+    consecutive: bool = False
+    """Whether a partition holds consecutive whole documents, in input order (chunk),
+    not a hash bucket of them."""
     ordered: bool = False
     """Whether each part is sorted by ``request_order`` (fetch), not by :attr:`key`."""
     prepare: Callable[[Any, Any], Any] | None = None
@@ -58,6 +61,12 @@ def _sweep(
     rows: pa.Table, store: pa.Table | None, *, configs: Sequence[Any], qrels: Any
 ) -> pa.Table:
     return parts.sweep_piece(rows, configs, qrels, store)
+
+
+def _chunk(rows: pa.Table, store: pa.Table | None, *, config: Any) -> pa.Table:
+    from ragframe.window import chunk
+
+    return chunk(parts.restored(rows), config).collect().to_arrow()
 
 
 def _select(table: pa.Table, names: Sequence[str]) -> pa.Table:
@@ -102,6 +111,7 @@ STAGES: dict[str, Stage] = {
         prepare=request_order,
         gather=_fetched,
     ),
+    "chunk": Stage("chunk", _chunk, c.DOC_ID, consecutive=True),
     "evaluate": Stage("evaluate", _evaluate, c.QUERY_ID),
     "sweep": Stage("sweep", _sweep, c.QUERY_ID),
 }
