@@ -15,7 +15,7 @@ parts or standard output, written atomically by :mod:`ragframe.io`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,7 +28,7 @@ from ragframe.distributed._inputs import CHUNK, ENTITY, PART
 from ragframe.distributed._parts import frame
 from ragframe.driver import _batches, _ranges
 from ragframe.driver._behind import Behind
-from ragframe.driver._engine import Keyed, Rows, Step, Work
+from ragframe.driver._engine import Empty, Keyed, Rows, Shared, Step, Work
 from ragframe.driver._inputs import Input, row_count
 from ragframe.driver._plan import Plan
 from ragframe.errors import RagframeError
@@ -143,14 +143,7 @@ class LocalEngine:
     def gather(self, rows: Rows) -> pa.Table:
         return frame(rows.native.frame.collect()).to_arrow()
 
-    def run(
-        self,
-        work: Work,
-        own: Rows,
-        side: Rows | None,
-        shared: Mapping[str, Any],
-        lazy: pa.Table | None,
-    ) -> int:
+    def run(self, work: Work, own: Rows, side: Rows | None, shared: Shared, lazy: Empty) -> int:
         """``work`` on every partition in turn, each output handed to the output's
         writer on the background thread; how many partitions there were."""
         done = 0
