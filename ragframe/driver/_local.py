@@ -24,7 +24,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.distributed._inputs import CHUNK, ENTITY, PART
+from ragframe.distributed._inputs import CHUNK, ENTITY, PART, POS, positioned
 from ragframe.distributed._parts import frame
 from ragframe.driver import _batches, _ranges
 from ragframe.driver._behind import Behind
@@ -60,6 +60,13 @@ class Pieces:
 
 
 @dataclass(frozen=True)
+class Pending:
+    """A store to be read in parts: each partition's share of it (:meth:`partition`)."""
+
+    store: Input
+
+
+@dataclass(frozen=True)
 class Derived:
     """Rows made from each partition's own rows: a step's output, the store rows it
     needs (``of(number, rows)``)."""
@@ -88,23 +95,36 @@ class LocalEngine:
 
     def rows(self, source: Any, keyed: Keyed) -> Rows:
         """``source`` (an :class:`~ragframe.driver._inputs.Input`) as it is: partitions
-        are read in input order, so no positions are added."""
+        are read in input order, so no positions are added; a store (``keyed`` not
+        :func:`~ragframe.distributed._inputs.positioned`) is read in parts later."""
         schema = pl.DataFrame(schema=source.frame.collect_schema()).to_arrow().schema
-        return Rows(source, schema, row_count(source))
+        native = source if keyed is positioned else Pending(source)
+        return Rows(native, schema, row_count(source))
 
     def whole(self, store: Input) -> pl.DataFrame:
         """A store held whole: the frame given, or read once."""
         return store.eager if store.eager is not None else store.frame.collect()
 
-    def planned(self, rows: Rows, key: str, consecutive: bool) -> tuple[Plan, Rows]:
-        """The partitions of ``rows``: ranges of whole queries (``key`` ``query_id``),
-        or consecutive documents; read one after the other."""
+    def planned(
+        self, rows: Rows, key: str, consecutive: bool, wanted: int | None
+    ) -> tuple[Plan, Rows]:
+        """The partitions of ``rows``, read one after the other: ranges of whole queries
+        (``key`` ``query_id``), consecutive documents, or (else) ``wanted`` hash buckets
+        of ``key`` of an input in memory."""
         given: Input = rows.native
         if consecutive:
             n = _batches.batch_count(given, self.per)
             self.total = rows.count
             made = _batches.batches(given, self.per)
             return Plan(n, None, key), Rows(Pieces(made), rows.schema, rows.count, n)
+        if key != c.QUERY_ID:
+            n, self.total = wanted or 1, rows.count
+            plan = Plan(n, None, key)
+            assert given.eager is not None  # hash buckets of an input in memory (requests)
+            keyed = frame(plan.step(given.eager)) if n > 1 else given.eager
+            part = pl.col(PART)
+            made = (keyed.filter(part == k).drop(PART) if n > 1 else keyed for k in range(n))
+            return plan, Rows(Pieces(made), rows.schema, rows.count, n)
         ranges = _ranges.query_ranges(given.frame, self.per, rows.count)
         self.spilled = not _ranges.filtered_scans_fit(given, ranges)
         if self.spilled:
@@ -117,9 +137,17 @@ class LocalEngine:
         return Plan(n, highs, key), Rows(pieces, rows.schema, rows.count, n)
 
     def then(self, rows: Rows, step: Step, **shared: Any) -> Rows:
-        """``step`` on each partition's rows (given its :data:`PART`) as it is read."""
-        empty = step(_numbered(0, frame(rows.empty())), **shared)
+        """``step`` on each partition's rows (given its :data:`PART`) as it is read; on
+        an input not yet partitioned, on the whole of it, read (numbered by :data:`POS`
+        first); a store read in parts is read as :meth:`partition` and :meth:`join` say."""
         before = rows.native
+        if isinstance(before, Pending):
+            return rows
+        if isinstance(before, Input):
+            given = before.eager if before.eager is not None else before.frame.collect()
+            whole = frame(step(_positioned(given), **shared))
+            return Rows(Input(whole.lazy(), eager=whole), whole.to_arrow().schema, whole.height)
+        empty = step(_numbered(0, frame(rows.empty())), **shared)
 
         def of(k: int, own: pl.DataFrame) -> Any:
             given = before.of(k, own) if isinstance(before, Derived) else _numbered(k, own)
@@ -128,13 +156,16 @@ class LocalEngine:
         return Rows(Derived(of), empty.schema, None, rows.partitions)
 
     def partition(self, rows: Rows, n: int) -> Rows:
-        raise NotImplementedError("the local engine reads its own partitions (planned)")
+        """A store moved into the partitions of its documents: each partition reads the
+        documents its own rows name (a streaming semi-join), no more."""
+        pending: Pending = rows.native
+        return Rows(Derived(lambda k, own: named(pending.store, own)), rows.schema)
 
     def join(self, keys: Rows, store: Rows, on: list[str], n: int) -> Rows:
         """The store rows each partition's keys find: a streaming semi-join of the store
         (only those rows are held), in store order."""
         made: Derived = keys.native
-        given: Input = store.native
+        given: Input = store.native.store
         return Rows(Derived(lambda k, own: needed(given, frame(made.of(k, own)))), store.schema)
 
     def share(self, value: Any) -> Any:
@@ -164,6 +195,12 @@ class LocalEngine:
         return done
 
 
+def _positioned(rows: pl.DataFrame) -> pl.DataFrame:
+    if POS in rows.columns:
+        return rows
+    return rows.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias(POS))
+
+
 def _numbered(k: int, rows: pl.DataFrame) -> pl.DataFrame:
     return rows.with_columns(pl.lit(k, pl.Int64).alias(PART))
 
@@ -180,3 +217,19 @@ def needed(store: Input, keys: pl.DataFrame) -> pl.DataFrame:
         wanted, left_on=on, right_on=[ENTITY, CHUNK], how="semi", maintain_order="left"
     )
     return plan.collect(engine="streaming")
+
+
+def named(documents: Input, requests: pl.DataFrame) -> pl.DataFrame:
+    """The ``documents`` the ``requests`` name (their ``doc_id``, or ``entity_id``), in
+    document order: a streaming semi-join, so only those documents are held."""
+    from ragframe.fetch._strategy import request_key  # fetch's alone: loaded by fetch
+
+    key = request_key(requests.schema)
+    dtype = pl.String if requests.schema[key] == pl.String else pl.Int64
+    wanted = requests.lazy().select(pl.col(key).cast(dtype, strict=False).alias(_ID)).unique()
+    on = pl.col(c.DOC_ID).cast(dtype, strict=False)
+    plan = documents.frame.join(wanted, left_on=on, right_on=_ID, how="semi", maintain_order="left")
+    return plan.collect(engine="streaming")
+
+
+_ID = c.TMP + "doc"

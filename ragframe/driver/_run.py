@@ -65,7 +65,7 @@ def run_stage(
     shared_store, store_rows, empty_store = _store(engine, store, broadcast, stage)
     planned = getattr(engine, "planned", None)
     if planned is not None:  # the engine reads its own partitions (local: in turn)
-        the_plan, own = planned(rows, stage.key, stage.consecutive)
+        the_plan, own = planned(rows, stage.key, stage.consecutive, partitions)
         keyed = own
     else:
 
