@@ -936,8 +936,7 @@ _SLOW = textwrap.dedent(
             time.sleep(60)
             return s
         def slow(rows, config, chunks=None):
-            if rows.height:  # not the driver's check of an empty partition
-                rows = rows.lazy().with_columns(pl.col("query_id").map_batches(wait)).collect()
+            rows = rows.lazy().with_columns(pl.col("query_id").map_batches(wait)).collect()
             return part(rows, config, chunks=chunks)
         partition.postprocess_blocks = slow
     else:  # a write that takes long, after part of the file is out

@@ -502,8 +502,7 @@ def test_a_signal_mid_run_removes_the_parts_and_the_spill(
             time.sleep(60)
             return s
         def slow(rows, config, chunks=None):
-            if rows.height:  # not the driver's check of an empty partition
-                rows = rows.lazy().with_columns(pl.col("query_id").map_batches(wait)).collect()
+            rows = rows.lazy().with_columns(pl.col("query_id").map_batches(wait)).collect()
             return part(rows, config, chunks=chunks)
         partition.postprocess_blocks = slow
         sys.exit(main())

@@ -35,7 +35,9 @@ def run(
     io.check_output(destination)
     out = _Chunks(destination, arrow_schema(schema), fmt, progress)
     with LocalEngine(out, text_per_partition, spill_place(destination)) as engine:
-        ran = run_stage(STAGES["chunk"], engine, documents, options={"config": config})
+        ran = run_stage(
+            STAGES["chunk"], engine, documents, options={"config": config}, checked=True
+        )
     return RunSummary(os.fspath(destination), ran.result, out.counts)
 
 

@@ -81,6 +81,7 @@ def run(
             store=documents,
             broadcast=False,
             partitions=parts,
+            checked=True,
         )
     counts = {"requests": given.height, "rows": out.rows}
     counts.update({name: out.counts[name] for name in c.STRATEGIES})

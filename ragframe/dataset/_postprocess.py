@@ -70,6 +70,7 @@ def run(
             options={"config": config},
             store=used,
             broadcast=whole,
+            checked=True,
         )
         spilled = engine.spilled
     return RunSummary(os.fspath(destination), ran.plan.partitions, dict(out.totals), spilled)

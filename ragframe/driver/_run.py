@@ -38,8 +38,8 @@ class Ran:
     schema: pa.Schema
     store: pa.Schema | None
     plan: Plan
-    empty: pa.Table
-    """The output of an empty partition (its schema is the output's)."""
+    empty: pa.Table | None
+    """The output of an empty partition (its schema is the output's; None: not run)."""
 
 
 def run_stage(
@@ -53,12 +53,15 @@ def run_stage(
     partitions: int | None = None,
     output: str | os.PathLike[str] | None = None,
     lazy: bool = False,
+    checked: bool = False,
 ) -> Ran:
     """Run ``stage`` on ``engine`` over ``source`` (``store``: its chunk store or
     documents; ``options``: the piece function's keyword arguments, shared with every
     worker). With ``output`` (a folder), every worker writes its part
     there and the folder is committed whole; else the outputs (or, ``lazy``, the
-    engine's frame of them) are handed back."""
+    engine's frame of them) are handed back. The input is checked by running the stage
+    on an empty partition first, unless ``checked`` (the caller built the stage's whole
+    plan over it already, as the local runs do for their output's schema)."""
     rows = engine.rows(source, positioned)
     if stage.prepare is not None:
         rows = stage.prepare(engine, rows)
@@ -81,7 +84,7 @@ def run_stage(
     if store_rows is not None:
         side = _side(engine, stage, keyed, store_rows, the_plan)
         empty_store = side.empty()
-    empty = stage.piece(keyed.empty(), empty_store, **options)  # bad input fails here
+    empty = None if checked else stage.piece(keyed.empty(), empty_store, **options)  # bad input
     shared = {name: engine.share(value) for name, value in options.items()}
     shared.update(stage=stage.name, store=shared_store)
     store_schema = None if empty_store is None else parts.restored(empty_store).to_arrow().schema
