@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ragframe import io
-from ragframe._progress import Progress
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ragframe._progress import Progress
     from ragframe.errors import RagframeError
 
 ROWS_PER_PARTITION = 2_000_000
@@ -94,6 +94,8 @@ class Written:
     @contextmanager
     def opened(self, partitions: int, rows: int | None) -> Iterator[Callable[[Any], object]]:
         """The output and the bar, open for the run: the output's writer."""
+        from ragframe._progress import Progress  # tqdm: loaded by the runs alone
+
         with (
             io.open_output(self.destination, self.schema, fmt=self.fmt, pieces=partitions) as sink,
             Progress(self.what, rows, partitions, self.unit, self.progress) as self.bar,
