@@ -79,12 +79,13 @@ def request_order(engine: Any, rows: Any) -> Any:
     (and ``rank``) in input order, looked up by position on the workers."""
     import polars as pl
 
-    from ragframe.distributed._gather import request_order as order_of
     from ragframe.distributed._inputs import POS
+    from ragframe.partition import fetch_order
 
     names = [n for n in (c.QUERY_ID, c.RANK) if n in rows.schema.names]
     keys = parts.frame(engine.gather(engine.then(rows, _select, names=[*names, POS]))).sort(POS)
-    lookup = keys.select(pl.col(POS)).with_columns(order_of(keys)).to_arrow()
+    order = fetch_order(parts.restored(keys)).collect()[c.REQUEST_ORDER]  # not the gathers'
+    lookup = keys.select(pl.col(POS)).with_columns(order).to_arrow()  # (they load evaluate)
     return engine.then(rows, parts.with_order, lookup=engine.share(lookup))
 
 
