@@ -249,8 +249,8 @@ _PASSES = """
 import statistics, sys, time
 from pathlib import Path
 import polars as pl
-from ragframe.dataset import _ranges
-from ragframe.dataset._inputs import open_input
+from ragframe.driver import _ranges
+from ragframe.driver._inputs import open_input
 from ragframe.partition import postprocess_part
 grouped, shuffled, chunks, spill = sys.argv[1:5]
 inputs = {"grouped": open_input(grouped, "c"), "shuffled": open_input(shuffled, "c")}

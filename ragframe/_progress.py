@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -55,12 +54,7 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.bar.close()
 
     def advance(self, rows: int, **counts: int) -> None:

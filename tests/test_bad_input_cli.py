@@ -926,11 +926,11 @@ _SLOW = textwrap.dedent(
     import polars as pl
     from ragframe import io
     from ragframe.cli import main
-    from ragframe.dataset import _postprocess
+    from ragframe import partition
 
     stage = sys.argv.pop(1)
     if stage == "compute":  # a Polars callback that takes long, as the kernels may
-        part = _postprocess.postprocess_blocks
+        part = partition.postprocess_blocks
         def wait(s):
             print("computing", flush=True)
             time.sleep(60)
@@ -938,7 +938,7 @@ _SLOW = textwrap.dedent(
         def slow(rows, config, chunks=None):
             rows = rows.lazy().with_columns(pl.col("query_id").map_batches(wait)).collect()
             return part(rows, config, chunks=chunks)
-        _postprocess.postprocess_blocks = slow
+        partition.postprocess_blocks = slow
     else:  # a write that takes long, after part of the file is out
         def slow_write(df, path, fmt):
             with open(path, "wb") as handle:

@@ -22,7 +22,7 @@ import ragframe
 from ragframe import io
 from ragframe import schema as c
 from ragframe.dataset import chunk_dataset, fetch_dataset, postprocess_dataset
-from ragframe.dataset._behind import Behind
+from ragframe.driver._behind import Behind
 from ragframe.errors import ConfigError, DataError, SchemaError
 from ragframe.postprocess import missing_text_counts
 from tests.conftest import require_cranfield
@@ -233,7 +233,7 @@ def test_an_input_that_fits_one_partition_is_not_counted(
     counting pass over the query ids, the same output as one call; an input larger
     than a partition is counted. Null query ids are reported as one call reports them
     either way."""
-    from ragframe.dataset import _ranges
+    from ragframe.driver import _ranges
 
     found: list[_ranges.Ranges] = []
     real = _ranges.query_ranges
@@ -495,8 +495,8 @@ def test_a_signal_mid_run_removes_the_parts_and_the_spill(
         import sys, time
         import polars as pl
         from ragframe.cli import main
-        from ragframe.dataset import _postprocess
-        part = _postprocess.postprocess_blocks
+        from ragframe import partition
+        part = partition.postprocess_blocks
         def wait(s):
             print("computing", flush=True)
             time.sleep(60)
@@ -504,7 +504,7 @@ def test_a_signal_mid_run_removes_the_parts_and_the_spill(
         def slow(rows, config, chunks=None):
             rows = rows.lazy().with_columns(pl.col("query_id").map_batches(wait)).collect()
             return part(rows, config, chunks=chunks)
-        _postprocess.postprocess_blocks = slow
+        partition.postprocess_blocks = slow
         sys.exit(main())
         """
     )
@@ -553,6 +553,7 @@ def test_a_large_store_is_scanned_for_each_partitions_keys(
     """A store over the in-memory limit is semi-joined per partition: the same blocks,
     repeated keys still resolved by the first row."""
     from ragframe.dataset import _postprocess
+    from ragframe.driver import _local
 
     monkeypatch.setattr(_postprocess, "STORE_IN_MEMORY", 0)
     results, chunks = cranfield["results_minilm"], cranfield["chunks"]
@@ -561,19 +562,14 @@ def test_a_large_store_is_scanned_for_each_partitions_keys(
     config = ragframe.PostprocessConfig(top_k=8, max_blocks=4, overlap=overlap)
     want = ragframe.postprocess(results, config, chunks=store).collect()
     seen: list[int] = []
-    texts = _postprocess._texts
+    needed = _local.needed
 
-    def counted(*args: object) -> object:
-        needed = texts(*args)  # type: ignore[arg-type]
+    def counted(*args: object) -> pl.DataFrame:
+        found = needed(*args)  # type: ignore[arg-type]
+        seen.append(found.height)
+        return found
 
-        def rows(part: pl.DataFrame) -> pl.DataFrame:
-            found = needed(part)
-            seen.append(found.height)
-            return found
-
-        return rows
-
-    monkeypatch.setattr(_postprocess, "_texts", counted)
+    monkeypatch.setattr(_local, "needed", counted)
     path = _write(store, tmp_path / "chunks.parquet")
     out = tmp_path / "o.parquet"
     postprocess_dataset(results, out, config, chunks=path, rows_per_partition=2_000)
@@ -596,7 +592,7 @@ def test_the_next_partition_is_read_while_one_is_processed() -> None:
         return k
 
     with Behind() as behind:
-        for k in behind.read_ahead(read, 3):
+        for k in behind.read_ahead(map(read, range(3))):
             if k == 0:
                 assert started.wait(10), "partition 1 was not read ahead"
             behind.write(written.append, k)

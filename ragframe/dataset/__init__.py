@@ -6,14 +6,20 @@ one big call writes.
 entry                       a partition holds                      output order
 ==========================  =====================================  =========================
 :func:`postprocess_dataset` every candidate of a range of queries  sorted by ``query_id``,
-                            (:mod:`._ranges`: a counting pass,     ``block_rank``, as
-                            then filtered scans or one spill)      ``postprocess`` sorts
+                            (:mod:`ragframe.driver._ranges`: a     ``block_rank``, as
+                            counting pass, then filtered scans or  ``postprocess`` sorts
+                            one spill)
 :func:`fetch_dataset`       every request of a hash bucket of      request order, as
                             documents, and those documents only    ``fetch`` (re-sorted by
                             (:mod:`._fetch`)                       the global position)
 :func:`chunk_dataset`       consecutive documents, read in         input order, as ``chunk``
-                            batches (:mod:`._chunk`)
+                            batches (``driver._batches``)
 ==========================  =====================================  =========================
+
+``postprocess_dataset`` and ``chunk_dataset`` are the driver's stages
+(:func:`ragframe.driver.run_stage`) on the local engine (:mod:`ragframe.driver._local`:
+the next partition read and the last one written by a background thread while one is
+processed); ``fetch_dataset`` still plans and orders its partitions itself.
 
 Each partition is processed by the partition contract (:mod:`ragframe.partition`), the
 engine's own code path. Inputs are paths (a file, a glob, a directory or hive-partitioned
@@ -116,7 +122,7 @@ def postprocess_dataset(
         (2, ['a', 'b', 'c'])
     """
     from ragframe.dataset import _postprocess
-    from ragframe.dataset._inputs import open_input
+    from ragframe.driver._inputs import open_input
     from ragframe.postprocess import PostprocessConfig
 
     cfg = as_config(config, PostprocessConfig)
@@ -190,7 +196,7 @@ def fetch_dataset(
         ['highlight', 'full']
     """
     from ragframe.dataset import _fetch
-    from ragframe.dataset._inputs import open_input
+    from ragframe.driver._inputs import open_input
     from ragframe.fetch import FetchConfig
 
     cfg = as_config(config, FetchConfig)
@@ -251,7 +257,7 @@ def chunk_dataset(
         (2, ['abcd', 'cdef', 'efgh', 'ghij', 'xyz'])
     """
     from ragframe.dataset import _chunk
-    from ragframe.dataset._inputs import open_input
+    from ragframe.driver._inputs import open_input
     from ragframe.window import WindowConfig
 
     cfg = as_config(config, WindowConfig)

@@ -1,32 +1,24 @@
-"""``chunk`` over a dataset: consecutive documents in batches of about
-``text_per_partition`` bytes of content, each batch's chunks written when done (a
-document's chunks never depend on another document).
-
-Parquet files are read batch by batch with Arrow's buffered reader (pages as needed,
-so even a file of one huge row group is never read whole); other inputs by Polars'
-streaming engine (:meth:`polars.LazyFrame.collect_batches`); an in-memory frame is
-sliced.
-"""
+"""``chunk`` over a dataset: the driver's chunk stage on the local engine, partitions of
+consecutive documents of about ``text_per_partition`` bytes of content
+(:mod:`ragframe.driver._batches`), each partition's chunks written when done (a
+document's chunks never depend on another document)."""
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
 import polars as pl
-import pyarrow.parquet as pq
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe._progress import Progress
-from ragframe.dataset._inputs import Input, file_bytes, row_count, stored_bytes
-from ragframe.dataset._run import RunSummary, arrow_schema
+from ragframe.dataset._run import RunSummary, Written, arrow_schema, spill_place
+from ragframe.driver import STAGES, run_stage
+from ragframe.driver._inputs import Input
+from ragframe.driver._local import LocalEngine
 from ragframe.window import WindowConfig, chunk
-
-_READ_BUFFER = 1 << 20
-_COLUMNS = [c.DOC_ID, c.CONTENT]
 
 
 def run(
@@ -41,56 +33,25 @@ def run(
     """Chunk every document into ``destination``, batch by batch."""
     schema = chunk(documents.frame, config).collect_schema()  # bad columns fail here
     io.check_output(destination)
-    text, rows = stored_bytes(documents, [c.CONTENT]), row_count(documents)
-    parts = math.ceil(text / text_per_partition) if text else 1
-    counts = {"documents": 0, "chunks": 0, "characters": 0}
-    done = 0
-    with (
-        io.open_output(destination, arrow_schema(schema), fmt=fmt, pieces=parts) as sink,
-        Progress("chunk", rows, parts, "docs", progress) as bar,
-    ):
-        for batch in _batches(documents, text_per_partition):
-            out = chunk(batch, config).collect()
-            sink.write(out)
-            counts["documents"] += batch.height
-            counts["chunks"] += out.height
-            counts["characters"] += int(out[c.TEXT].str.len_chars().sum() or 0)
-            done += 1
-            bar.advance(batch.height, chunks=counts["chunks"])
-    return RunSummary(os.fspath(destination), done, counts)
+    out = _Chunks(destination, arrow_schema(schema), fmt, progress)
+    with LocalEngine(out, text_per_partition, spill_place(destination)) as engine:
+        ran = run_stage(
+            STAGES["chunk"], engine, documents, options={"config": config}, checked=True
+        )
+    return RunSummary(os.fspath(destination), ran.result, out.counts)
 
 
-def _batches(documents: Input, per: int) -> Iterator[pl.DataFrame]:
-    """The documents (``doc_id``, ``content``) in order, about ``per`` bytes of content
-    at a time."""
-    if documents.eager is not None:
-        frame = documents.eager.select(_COLUMNS)
-        size = max(int(frame.estimated_size()), 1)
-        step = max(1, math.ceil(frame.height * per / size))
-        for start in range(0, frame.height, step):
-            yield frame.slice(start, step)
-        return
-    src = documents.source
-    if src is not None and src.format == "parquet" and all(map(_has_columns, src.files)):
-        for file in src.files:
-            yield from _parquet_batches(file, per)
-        return
-    rows = documents.frame.select(pl.len()).collect().item()
-    text = stored_bytes(documents, [c.CONTENT]) or per
-    step = max(1, math.ceil(rows * per / max(text, 1)))
-    yield from documents.frame.select(_COLUMNS).collect_batches(chunk_size=step)
+class _Chunks(Written):
+    """The output of a chunk run, its progress bar and its counts."""
 
+    what, unit = "chunk", "docs"
 
-def _has_columns(file: Path) -> bool:
-    names = pq.read_schema(file).names
-    return all(n in names for n in _COLUMNS)
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.counts = {"documents": 0, "chunks": 0, "characters": 0}
 
-
-def _parquet_batches(file: Path, per: int) -> Iterator[pl.DataFrame]:
-    rows, text = file_bytes(file, [c.CONTENT])
-    step = max(1, math.ceil(rows * per / max(text, 1)))
-    reader = pq.ParquetFile(file, buffer_size=_READ_BUFFER, pre_buffer=False)
-    for batch in reader.iter_batches(batch_size=step, columns=_COLUMNS, use_threads=False):
-        frame = pl.from_arrow(batch)
-        assert isinstance(frame, pl.DataFrame)
-        yield frame
+    def done(self, rows: pl.DataFrame, store: Any, out: pa.Table) -> None:
+        self.counts["documents"] += rows.height
+        self.counts["chunks"] += out.num_rows
+        self.counts["characters"] += int(pc.sum(pc.utf8_length(out.column(c.TEXT))).as_py() or 0)
+        self.advance(rows.height, chunks=self.counts["chunks"])

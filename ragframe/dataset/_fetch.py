@@ -1,12 +1,13 @@
-"""``fetch`` over a dataset: requests partitioned by document, each partition reading
-only its own documents, the outputs put back in request order.
+"""``fetch`` over a dataset: the driver's fetch stage on the local engine, requests
+partitioned by document, each partition reading only its own documents, the outputs
+put back in request order.
 
-The requests are read whole (they are small: ids and the query) and numbered by
-:func:`ragframe.partition.fetch_order` (their global output position). Requests go to
-partition ``bucket(doc_id)``, so every document is read, tokenized and highlighted in
-one partition only; each partition semi-joins the documents it needs (a streaming
-scan of the documents). A partition's output, sorted by position, is written to a
-temporary Parquet file with small row groups; the output is then written range of
+The requests are read whole (they are small: ids and the query) and numbered by the
+driver with :func:`ragframe.partition.fetch_order` (their global output position).
+Requests go to partition ``bucket(doc_id)``, so every document is read, tokenized and
+highlighted in one partition only; each partition semi-joins the documents it needs (a
+streaming scan of the documents). A partition's output, sorted by position, is written
+to a temporary Parquet file with small row groups; the output is then written range of
 positions by range (each range read from every temporary file, row-group statistics
 skipping the rest), so neither the documents nor the output are ever held whole.
 """
@@ -17,7 +18,7 @@ import contextlib
 import math
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +29,19 @@ import pyarrow.parquet as pq
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe._progress import Progress
-from ragframe.dataset._inputs import Input, stored_bytes
-from ragframe.dataset._run import RunSummary, arrow_schema, spill_place
+from ragframe.dataset._run import RunSummary, Written, arrow_schema, spill_place
+from ragframe.driver import STAGES, run_stage
+from ragframe.driver._inputs import Input, stored_bytes
+from ragframe.driver._local import LocalEngine
 from ragframe.errors import SchemaError
 from ragframe.fetch import FetchConfig, fetch
 from ragframe.fetch._strategy import request_key
 from ragframe.io import _atomic
 from ragframe.io._sinks import parquet_options
-from ragframe.partition import ORDER, bucket, fetch_order, fetch_part
+from ragframe.partition import ORDER
 
 ROW_GROUP = 4096
 """Rows per row group of a partition's temporary output (the unit a range reads)."""
-_PART, _ID = c.TMP + "partition", c.TMP + "doc"
 
 
 def run(
@@ -63,84 +64,67 @@ def run(
             "rename it"
         )
     io.check_output(destination)
-    ordered = fetch_order(requests.frame).collect()
+    given = requests.eager if requests.eager is not None else requests.frame.collect()
     text = stored_bytes(documents, [c.CONTENT])
     if text is None:
         text = documents.frame.select(pl.col(c.CONTENT).str.len_bytes().sum()).collect().item()
     parts = max(1, math.ceil((text or 0) / text_per_partition))
-    run = _Run(ordered, documents, sizes, config, parts)
-    with (
-        io.open_output(destination, arrow_schema(schema), fmt=fmt, pieces=parts) as sink,
-        Progress("fetch", ordered.height, parts, "requests", progress) as bar,
-    ):
-        if parts == 1:
-            sink.write(_ordered(run.part(0)))
-            bar.advance(ordered.height, **run.counts)
-        else:
-            with _folder(destination) as folder:
-                files, sizes_out = run.spill(folder, bar)
-                for piece in _merged(files, ordered.height, sizes_out, text_per_partition):
-                    sink.write(piece)
-    counts = {"requests": ordered.height, "rows": run.rows}
-    counts.update({name: run.counts[name] for name in c.STRATEGIES})
-    return RunSummary(os.fspath(destination), parts, counts, parts > 1, run.missing_ids())
-
-
-class _Run:
-    """The partitions of one fetch run and what they found."""
-
-    def __init__(
-        self,
-        ordered: pl.DataFrame,
-        documents: Input,
-        sizes: Input | None,
-        config: FetchConfig,
-        n: int,
-    ) -> None:
-        self.key = request_key(ordered.schema)
-        self.dtype: pl.DataType = (
-            pl.String() if ordered.schema[self.key] == pl.String else pl.Int64()
+    out = _Fetched(destination, arrow_schema(schema), fmt, progress)
+    out.requests, out.per, out.key = given.height, text_per_partition, request_key(given.schema)
+    options = {"config": config, "sizes": sizes.frame.collect() if sizes is not None else None}
+    with LocalEngine(out, text_per_partition, spill_place(destination)) as engine:
+        run_stage(
+            STAGES["fetch"],
+            engine,
+            Input(given.lazy(), eager=given),
+            options=options,
+            store=documents,
+            broadcast=False,
+            partitions=parts,
+            checked=True,
         )
-        ids = pl.col(self.key).cast(self.dtype, strict=False)
-        self.requests = ordered.with_columns(bucket(n, ids).alias(_PART)) if n > 1 else ordered
-        self.documents, self.config, self.n = documents, config, n
-        self.sizes = sizes.frame.collect() if sizes is not None else None
+    counts = {"requests": given.height, "rows": out.rows}
+    counts.update({name: out.counts[name] for name in c.STRATEGIES})
+    return RunSummary(os.fspath(destination), parts, counts, parts > 1, out.missing_ids())
+
+
+class _Fetched(Written):
+    """The output of a fetch run (in request order), its progress bar and its counts."""
+
+    what, unit = "fetch", "requests"
+    requests = per = parts = 0
+    key = c.DOC_ID
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
         self.counts: Counter[str] = Counter()
         """Rows per strategy."""
         self.rows = 0
         self.missing: list[pl.DataFrame] = []
 
-    def part(self, k: int) -> pa.Table:
-        """Partition ``k``'s output (unsorted); its counts added."""
-        reqs = self.requests
-        if self.n > 1:
-            reqs = reqs.filter(pl.col(_PART) == k).drop(_PART)
-        docs: c.Frame = self.documents.frame
-        sizes = self.sizes
-        if self.n > 1:
-            wanted = reqs.lazy().select(pl.col(self.key).cast(self.dtype, strict=False).alias(_ID))
-            docs = _needed(docs, wanted, self.dtype).collect(engine="streaming")
-            sizes = None if sizes is None else _needed(sizes.lazy(), wanted, self.dtype).collect()
-        table = fetch_part(reqs, docs, self.config, sizes=sizes)
-        found = pl.from_arrow(table.select([c.STRATEGY, ORDER, self.key]))
+    @contextlib.contextmanager
+    def opened(self, partitions: int, rows: int | None) -> Iterator[Callable[[Any], object]]:
+        """One partition: its output sorted, written; more: each partition's output
+        spilled, then written a range of request order at a time."""
+        self.parts = partitions
+        with super().opened(partitions, self.requests) as write:
+            if partitions == 1:
+                yield lambda table: write(_sorted(table).drop_columns([ORDER]))
+                return
+            with _folder(self.destination) as folder:
+                files: list[Path] = []
+                held: list[int] = []
+                yield lambda table: _spill(table, folder, files, held)
+                for piece in _merged(files, self.requests, held, self.per):
+                    write(piece)
+
+    def done(self, rows: pl.DataFrame, store: Any, out: pa.Table) -> None:
+        found = pl.from_arrow(out.select([c.STRATEGY, ORDER, self.key]))
         assert isinstance(found, pl.DataFrame)
         self.counts.update(dict(found[c.STRATEGY].value_counts().iter_rows()))
-        self.rows += table.num_rows
+        self.rows += out.num_rows
         self.missing.append(found.filter(pl.col(c.STRATEGY) == c.MISSING).drop(c.STRATEGY))
-        return table
-
-    def spill(self, folder: Path, bar: Progress) -> tuple[list[Path], list[int]]:
-        """Each partition's output, sorted by position, into ``folder``; the files and
-        the bytes of content each holds."""
-        files, held = [], []
-        for k in range(self.n):
-            table = _sorted(self.part(k))
-            files.append(folder / f"part-{k:05d}.parquet")
-            options = parquet_options(table.schema)
-            pq.write_table(table, files[-1], row_group_size=ROW_GROUP, **options)
-            held.append(pc.sum(pc.binary_length(table.column(c.CONTENT))).as_py() or 0)
-            bar.advance(table.num_rows, **self.counts)
-        return files, held
+        self.advance(self.requests if self.parts == 1 else out.num_rows, **self.counts)
 
     def missing_ids(self) -> list[Any]:
         """The distinct ids of requested documents not found, in request order."""
@@ -150,17 +134,17 @@ class _Run:
         return rows[self.key].unique(maintain_order=True).to_list()
 
 
-def _needed(frame: pl.LazyFrame, wanted: pl.LazyFrame, dtype: pl.DataType) -> pl.LazyFrame:
-    on = pl.col(c.DOC_ID).cast(dtype, strict=False)
-    return frame.join(wanted.unique(), left_on=on, right_on=_ID, how="semi", maintain_order="left")
+def _spill(table: pa.Table, folder: Path, files: list[Path], held: list[int]) -> None:
+    """One partition's output, sorted by position, into ``folder`` (and the bytes of
+    content it holds)."""
+    table = _sorted(table)
+    files.append(folder / f"part-{len(files):05d}.parquet")
+    pq.write_table(table, files[-1], row_group_size=ROW_GROUP, **parquet_options(table.schema))
+    held.append(pc.sum(pc.binary_length(table.column(c.CONTENT))).as_py() or 0)
 
 
 def _sorted(table: pa.Table) -> pa.Table:
     return table.sort_by(ORDER)
-
-
-def _ordered(table: pa.Table) -> pa.Table:
-    return _sorted(table).drop_columns([ORDER])
 
 
 @contextlib.contextmanager

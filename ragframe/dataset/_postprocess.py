@@ -3,22 +3,20 @@ written as soon as its partition is done."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe._progress import Progress
-from ragframe.dataset import _ranges
-from ragframe.dataset._behind import Behind
-from ragframe.dataset._inputs import Input, row_count, stored_bytes
-from ragframe.dataset._run import STORE_IN_MEMORY, RunSummary, arrow_schema, spill_place
-from ragframe.errors import DataError
-from ragframe.partition import postprocess_blocks
+from ragframe.dataset._run import STORE_IN_MEMORY, RunSummary, Written, arrow_schema, spill_place
+from ragframe.driver import STAGES, run_stage
+from ragframe.driver._inputs import Input, row_count, stored_bytes
+from ragframe.driver._local import LocalEngine
+from ragframe.errors import DataError, RagframeError
 from ragframe.postprocess import (
     PostprocessConfig,
     load_kernels_ahead,
@@ -26,7 +24,6 @@ from ragframe.postprocess import (
     postprocess,
 )
 
-_ENTITY, _INDEX = c.TMP + "entity", c.TMP + "index"
 COUNTS = (
     "queries",
     "candidates",
@@ -37,9 +34,6 @@ COUNTS = (
     "truncated",
 )
 """What :attr:`RunSummary.counts` holds for postprocess (0 each for an empty input)."""
-
-Texts = Callable[[pl.DataFrame], pl.DataFrame]
-"""A partition's candidates -> the store rows they need, in store order."""
 
 
 def run(
@@ -52,76 +46,86 @@ def run(
     progress: bool | None,
     fmt: str | None,
 ) -> RunSummary:
-    """Postprocess ``candidates`` into ``destination`` partition by partition."""
+    """Postprocess ``candidates`` into ``destination`` partition by partition (the
+    driver's stage on the local engine)."""
     plan = postprocess(candidates.frame, config, chunks=store.frame if store else None)
     schema = plan.collect_schema()  # bad columns fail here, before any work
     io.check_output(destination)
-    known = row_count(candidates)  # one partition's worth or less: nothing to count
-    load_kernels_ahead(known)  # while the store and the first partition are read
-    ranges = _ranges.query_ranges(candidates.frame, rows_per_partition, known)
-    texts = _texts(store, candidates.frame.collect_schema()) if store else None
-    direct = _ranges.filtered_scans_fit(candidates, ranges)
-    parts = len(ranges.bounds)
-    totals: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))  # all of them, even for no rows
-    with (
-        _reader(candidates, ranges, destination, direct) as read,
-        io.open_output(destination, arrow_schema(schema), fmt=fmt, pieces=parts) as sink,
-        Progress("postprocess", ranges.total, parts, "rows", progress) as bar,
-        Behind() as behind,  # reads the next partition, writes the last one, meanwhile
-    ):
-        for k, rows in enumerate(behind.read_ahead(read, parts)):
-            behind.write(sink.write, _one(rows, texts, config, candidates, store, totals))
-            del rows
-            bar.advance(ranges.rows[k], queries=totals["queries"], blocks=totals["blocks"])
-    return RunSummary(os.fspath(destination), parts, dict(totals), not direct)
-
-
-@contextlib.contextmanager
-def _reader(
-    candidates: Input, ranges: _ranges.Ranges, destination: str | os.PathLike[str], direct: bool
-) -> Iterator[_ranges.Reader]:
-    if direct:
-        yield _ranges.filtered(candidates, ranges)
-        return
-    with _ranges.spilled(candidates, ranges, spill_place(destination)) as read:
-        yield read
-
-
-def _one(
-    rows: pl.DataFrame,
-    texts: Texts | None,
-    config: PostprocessConfig,
-    candidates: Input,
-    store: Input | None,
-    totals: Counter[str],
-) -> pl.DataFrame:
-    """One partition's blocks; its counts added to ``totals``. Candidates without
-    text are counted where they are allowed; by default (an error) a run that goes on
-    has none, and the error counts the whole input's.
-
-    The blocks stay a Polars frame: the writer converts them to Arrow on the background
-    thread (a partition's 145 MB of text takes about 45 ms to convert), and an output
-    written whole by Polars never converts them."""
-    needed = texts(rows) if texts is not None else None
-    counted = store is not None and config.missing_text != "error"
-    lacking, lacking_queries = _lacking(rows, needed) if counted else (0, 0)
-    try:
-        table = postprocess_blocks(rows, config, chunks=needed)
-    except DataError as exc:
-        here = _lacking(rows, needed)[0] if store is not None and not counted else 0
-        if here and store is not None:
-            raise _everywhere(exc, candidates, store, here) from exc
-        raise
-    totals.update(
-        queries=rows[c.QUERY_ID].n_unique(),
-        candidates=rows.height,
-        missing_text_candidates=lacking,
-        missing_text_queries=lacking_queries,
-        blocks=table.height,
-        characters=int(table[c.CHAR_COUNT].sum()),
-        truncated=int(table[c.TRUNCATED].sum()),
+    load_kernels_ahead(row_count(candidates))  # while the store and the first partition are read
+    out = _Blocks(
+        destination,
+        arrow_schema(schema),
+        fmt,
+        progress,
+        config=config,
+        candidates=candidates,
+        store=store,
     )
-    return table
+    used, whole = _store(store) if store is not None else (None, None)
+    with LocalEngine(out, rows_per_partition, spill_place(destination)) as engine:
+        ran = run_stage(
+            STAGES["postprocess"],
+            engine,
+            candidates,
+            options={"config": config},
+            store=used,
+            broadcast=whole,
+            checked=True,
+        )
+        spilled = engine.spilled
+    return RunSummary(os.fspath(destination), ran.plan.partitions, dict(out.totals), spilled)
+
+
+def _store(store: Input) -> tuple[Input, bool]:
+    """The store's columns postprocess reads, and whether it is held whole: a store in
+    memory (given so, or read once when at most :data:`STORE_IN_MEMORY`) is given
+    whole: the engine joins the text of only the rows that need it, and a semi-join
+    first would copy the text it keeps. A larger store is scanned for each partition's
+    keys (a streaming semi-join on entity and chunk index), so only those rows are
+    held."""
+    names = store.frame.collect_schema().names()
+    own = c.ENTITY_ID if c.ENTITY_ID in names else c.DOC_ID
+    used = [n for n in (own, c.CHUNK_INDEX, c.TEXT, c.START_CHAR, c.END_CHAR) if n in names]
+    size = stored_bytes(store, used)
+    whole = store.eager is not None or (size is not None and size <= STORE_IN_MEMORY)
+    return Input(store.frame.select(used), store.source, store.eager), whole
+
+
+class _Blocks(Written):
+    """The output of a postprocess run, its progress bar and its counts. Candidates
+    without text are counted where they are allowed; by default (an error) a run that
+    goes on has none, and the error counts the whole input's."""
+
+    what = "postprocess"
+
+    def __init__(
+        self, *args: Any, config: PostprocessConfig, candidates: Input, store: Input | None
+    ) -> None:
+        super().__init__(*args)
+        self.candidates, self.store = candidates, store
+        self.counted = store is not None and config.missing_text != "error"
+        self.totals: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))  # all, even for no rows
+
+    def done(self, rows: pl.DataFrame, store: Any, out: pa.Table) -> None:
+        lacking, lacking_queries = _lacking(rows, store) if self.counted else (0, 0)
+        blocks = pl.from_arrow(out.select([c.CHAR_COUNT, c.TRUNCATED]))
+        assert isinstance(blocks, pl.DataFrame)
+        self.totals.update(
+            queries=rows[c.QUERY_ID].n_unique(),
+            candidates=rows.height,
+            missing_text_candidates=lacking,
+            missing_text_queries=lacking_queries,
+            blocks=blocks.height,
+            characters=int(blocks[c.CHAR_COUNT].sum()),
+            truncated=int(blocks[c.TRUNCATED].sum()),
+        )
+        self.advance(rows.height, queries=self.totals["queries"], blocks=self.totals["blocks"])
+
+    def failed(self, rows: pl.DataFrame, store: Any, error: RagframeError) -> RagframeError:
+        if not isinstance(error, DataError) or self.store is None or self.counted:
+            return error
+        here = _lacking(rows, store)[0]
+        return _everywhere(error, self.candidates, self.store, here) if here else error
 
 
 def _lacking(rows: pl.DataFrame, needed: pl.DataFrame | None) -> tuple[int, int]:
@@ -137,36 +141,3 @@ def _everywhere(exc: DataError, candidates: Input, store: Input, here: int) -> D
     if count == here:
         return exc
     return DataError(f"{exc}; in the whole input: {count} candidate(s) in {queries} query(ies)")
-
-
-def _texts(store: Input, candidates: pl.Schema) -> Texts:
-    """The store rows a partition needs. A store in memory (given so, or read once when
-    at most :data:`STORE_IN_MEMORY`) is given whole: the engine joins the text of only
-    the rows that need it, and a semi-join first would copy the text it keeps. A larger
-    store is scanned for the partition's keys (a streaming semi-join on entity and
-    chunk index, read as postprocess reads them), so only those rows are held."""
-    names = store.frame.collect_schema().names()
-    own = c.ENTITY_ID if c.ENTITY_ID in names else c.DOC_ID
-    used = [n for n in (own, c.CHUNK_INDEX, c.TEXT, c.START_CHAR, c.END_CHAR) if n in names]
-    size = stored_bytes(store, used)
-    table = store.eager
-    if table is None and size is not None and size <= STORE_IN_MEMORY:
-        table = store.frame.select(used).collect()
-    if table is not None:
-        kept = table
-        return lambda rows: kept
-    entity = c.ENTITY_ID if c.ENTITY_ID in candidates else c.DOC_ID
-    dtype = pl.String if candidates[entity] == pl.String else pl.Int64
-    on = [pl.col(own).cast(dtype, strict=False), pl.col(c.CHUNK_INDEX).cast(pl.Int64, strict=False)]
-
-    def needed(rows: pl.DataFrame) -> pl.DataFrame:
-        keys = rows.lazy().select(
-            pl.col(entity).cast(dtype, strict=False).alias(_ENTITY),
-            pl.col(c.CHUNK_INDEX).cast(pl.Int64, strict=False).fill_null(0).alias(_INDEX),
-        )
-        plan = store.frame.select(used).join(
-            keys.unique(), left_on=on, right_on=[_ENTITY, _INDEX], how="semi", maintain_order="left"
-        )
-        return plan.collect(engine="streaming")
-
-    return needed

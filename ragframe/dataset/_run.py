@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -15,6 +17,9 @@ from ragframe import io
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from ragframe._progress import Progress
+    from ragframe.errors import RagframeError
 
 ROWS_PER_PARTITION = 2_000_000
 """Candidate rows per partition, here and on Dask/Ray (:mod:`ragframe.distributed`): a
@@ -65,3 +70,42 @@ def spill_place(destination: str | os.PathLike[str]) -> Path:
     if os.fspath(destination) == io.STDIO:
         return Path(tempfile.gettempdir()) / "ragframe-run"
     return Path(os.path.realpath(destination))
+
+
+class Written:
+    """A dataset run's output (written in partition order) and its progress bar: the
+    local engine's :class:`~ragframe.driver._local.Output`, less what a stage counts
+    (:meth:`done`, the subclass's)."""
+
+    what = "rows"
+    """The stage, as the bar names it."""
+    unit = "rows"
+
+    def __init__(
+        self,
+        destination: str | os.PathLike[str],
+        schema: pa.Schema,
+        fmt: str | None,
+        progress: bool | None,
+    ) -> None:
+        self.destination, self.schema, self.fmt, self.progress = destination, schema, fmt, progress
+        self.bar: Progress | None = None
+
+    @contextmanager
+    def opened(self, partitions: int, rows: int | None) -> Iterator[Callable[[Any], object]]:
+        """The output and the bar, open for the run: the output's writer."""
+        from ragframe._progress import Progress  # tqdm: loaded by the runs alone
+
+        with (
+            io.open_output(self.destination, self.schema, fmt=self.fmt, pieces=partitions) as sink,
+            Progress(self.what, rows, partitions, self.unit, self.progress) as self.bar,
+        ):
+            yield sink.write
+
+    def advance(self, rows: int, **counts: int) -> None:
+        assert self.bar is not None
+        self.bar.advance(rows, **counts)
+
+    def failed(self, rows: pl.DataFrame, store: Any, error: RagframeError) -> RagframeError:
+        """The error a partition's failure raises: its own."""
+        return error

@@ -5,14 +5,13 @@ steps around the shuffle (the partition column, the chunk store's join keys)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
 from ragframe.distributed._inputs import CHUNK, ENTITY, PART, POS, STORE_POS, TEMPORARY
-from ragframe.fetch import FetchConfig
 from ragframe.partition import (
     bucket,
     evaluate_part,
@@ -20,7 +19,10 @@ from ragframe.partition import (
     postprocess_part,
     sweep_part,
 )
-from ragframe.postprocess import PostprocessConfig
+
+if TYPE_CHECKING:  # annotations only: a fetch or chunk run loads no postprocess
+    from ragframe.fetch import FetchConfig
+    from ragframe.postprocess import PostprocessConfig
 
 
 def frame(table: pa.Table | pl.DataFrame) -> pl.DataFrame:

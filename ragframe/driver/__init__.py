@@ -1,4 +1,5 @@
-"""One driver for every engine: a stage runs on Dask or Ray through one code path.
+"""One driver for every engine: a stage runs locally, on Dask or on Ray through one code
+path (the local engine, :mod:`._local`, runs the dataset entries of :mod:`ragframe.dataset`).
 
 The driver (:func:`run_stage`) plans the partitions (whole queries, or whole documents'
 requests for fetch: :mod:`._plan`), decides how the stage's store reaches each

@@ -1,11 +1,18 @@
-"""What each engine implements: the few operations that differ between Dask and Ray.
-Everything else (planning, stores, checks, commit) is the driver's (:mod:`._run`)."""
+"""What each engine implements: the few operations that differ between the local engine,
+Dask and Ray. Everything else (planning, stores, checks, commit) is the driver's
+(:mod:`._run`).
+
+Two operations are the local engine's alone (:mod:`._local`), and the driver uses them
+where an engine has them: ``planned(rows, key, consecutive)``, the engine planning and
+reading its own partitions in turn (ranges of whole queries, or consecutive documents)
+instead of moving rows into them, and ``whole(store)``, a store held whole as the
+engine holds it (a Polars frame, not copied to Arrow)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import pyarrow as pa
 
@@ -18,6 +25,10 @@ Keyed = Callable[[pa.Table, int], pa.Table]
 Work = Callable[..., pa.Table]
 """``work(own, side, number, **shared)``: one partition's output (or its one-row count
 when the worker wrote it)."""
+Shared: TypeAlias = Mapping[str, Any]
+"""Values every partition gets (by name), from :meth:`Engine.share`."""
+Empty: TypeAlias = pa.Table | None
+"""The empty output, when the outputs are wanted as the engine's own frame."""
 
 
 @dataclass(frozen=True)
@@ -35,8 +46,8 @@ class Rows:
 
 
 class Engine(Protocol):
-    """One engine: Dask (:mod:`ragframe.distributed._dask_engine`) or Ray
-    (:mod:`ragframe.distributed._ray_engine`)."""
+    """One engine: local (:mod:`ragframe.driver._local`), Dask
+    (:mod:`ragframe.distributed._dask_engine`) or Ray (:mod:`ragframe.distributed._ray_engine`)."""
 
     name: str
     workers: int
@@ -69,14 +80,7 @@ class Engine(Protocol):
         """Every row on the driver (small inputs only: keys)."""
         ...
 
-    def run(
-        self,
-        work: Work,
-        own: Rows,
-        side: Rows | None,
-        shared: Mapping[str, Any],
-        lazy: pa.Table | None,
-    ) -> Any:
+    def run(self, work: Work, own: Rows, side: Rows | None, shared: Shared, lazy: Empty) -> Any:
         """``work`` on every partition (lost tasks run again): the list of outputs, or,
         given ``lazy`` (the empty output), the engine's own frame of them."""
         ...

@@ -3,7 +3,7 @@
 A stage keyed by query, over Parquet files, gets **ranges of whole queries**: the
 workers count each query's rows in their pieces (:func:`query_counts`), the driver adds
 up those counts (the queries and their counts, never the rows) and cuts the sorted
-queries into ranges (:func:`ragframe.dataset._ranges.query_ranges`, the local
+queries into ranges (:func:`ragframe.driver._ranges.query_ranges`, the local
 runner's), so partition ``k`` holds the queries of range ``k``: the parts, in order,
 are the output in the single-machine order, and a file output is their concatenation.
 An engine's own frame (its row count unknown to the driver) and fetch (whole
@@ -20,9 +20,9 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.dataset._ranges import query_ranges
 from ragframe.distributed._inputs import PART, is_path, parquet_files, partition_count
 from ragframe.distributed._parts import frame, with_part
+from ragframe.driver._ranges import query_ranges
 from ragframe.io._unreadable import naming
 
 

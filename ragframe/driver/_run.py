@@ -38,8 +38,8 @@ class Ran:
     schema: pa.Schema
     store: pa.Schema | None
     plan: Plan
-    empty: pa.Table
-    """The output of an empty partition (its schema is the output's)."""
+    empty: pa.Table | None
+    """The output of an empty partition (its schema is the output's; None: not run)."""
 
 
 def run_stage(
@@ -53,30 +53,38 @@ def run_stage(
     partitions: int | None = None,
     output: str | os.PathLike[str] | None = None,
     lazy: bool = False,
+    checked: bool = False,
 ) -> Ran:
     """Run ``stage`` on ``engine`` over ``source`` (``store``: its chunk store or
     documents; ``options``: the piece function's keyword arguments, shared with every
     worker). With ``output`` (a folder), every worker writes its part
     there and the folder is committed whole; else the outputs (or, ``lazy``, the
-    engine's frame of them) are handed back."""
+    engine's frame of them) are handed back. The input is checked by running the stage
+    on an empty partition first, unless ``checked`` (the caller built the stage's whole
+    plan over it already, as the local runs do for their output's schema)."""
     rows = engine.rows(source, positioned)
     if stage.prepare is not None:
         rows = stage.prepare(engine, rows)
     shared_store, store_rows, empty_store = _store(engine, store, broadcast, stage)
+    planned = getattr(engine, "planned", None)
+    if planned is not None:  # the engine reads its own partitions (local: in turn)
+        the_plan, own = planned(rows, stage.key, stage.consecutive, partitions)
+        keyed = own
+    else:
 
-    def counts() -> pa.Table:
-        return engine.gather(engine.then(rows, query_counts))
+        def counts() -> pa.Table:
+            return engine.gather(engine.then(rows, query_counts))
 
-    the_plan = plan(
-        source, stage.key, rows.count, rows.partitions, partitions, engine.workers, counts
-    )
-    keyed = engine.then(rows, the_plan.step)
-    own = engine.partition(keyed, the_plan.partitions)
+        the_plan = plan(
+            source, stage.key, rows.count, rows.partitions, partitions, engine.workers, counts
+        )
+        keyed = engine.then(rows, the_plan.step)
+        own = engine.partition(keyed, the_plan.partitions)
     side = None
     if store_rows is not None:
         side = _side(engine, stage, keyed, store_rows, the_plan)
         empty_store = side.empty()
-    empty = stage.piece(keyed.empty(), empty_store, **options)  # bad input fails here
+    empty = None if checked else stage.piece(keyed.empty(), empty_store, **options)  # bad input
     shared = {name: engine.share(value) for name, value in options.items()}
     shared.update(stage=stage.name, store=shared_store)
     store_schema = None if empty_store is None else parts.restored(empty_store).to_arrow().schema
@@ -100,7 +108,7 @@ def _store(
         if is_path(store):  # read by each worker, never by the driver
             files = StoreFiles.of(parquet_files(store))
             return engine.share(files), None, files.empty()
-        table = local_table(store)
+        table = getattr(engine, "whole", local_table)(store)
         return engine.share(table), None, table.slice(0, 0)
     keyed = parts.keyed_store if stage.joined else parts.store_positioned
     return None, engine.rows(store, keyed), None

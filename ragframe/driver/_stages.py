@@ -28,6 +28,9 @@ class Stage:
     joined: bool = True
     """A store not broadcast is joined by its key (chunks: ``(entity, chunk index)``);
     else bucketed by :attr:`key` like the rows (documents)."""
+    consecutive: bool = False
+    """Whether a partition holds consecutive whole documents, in input order (chunk),
+    not a hash bucket of them."""
     ordered: bool = False
     """Whether each part is sorted by ``request_order`` (fetch), not by :attr:`key`."""
     prepare: Callable[[Any, Any], Any] | None = None
@@ -60,6 +63,12 @@ def _sweep(
     return parts.sweep_piece(rows, configs, qrels, store)
 
 
+def _chunk(rows: pa.Table, store: pa.Table | None, *, config: Any) -> pa.Table:
+    from ragframe.window import chunk
+
+    return chunk(parts.restored(rows), config).collect().to_arrow()
+
+
 def _select(table: pa.Table, names: Sequence[str]) -> pa.Table:
     return table.select(list(names))
 
@@ -70,12 +79,13 @@ def request_order(engine: Any, rows: Any) -> Any:
     (and ``rank``) in input order, looked up by position on the workers."""
     import polars as pl
 
-    from ragframe.distributed._gather import request_order as order_of
     from ragframe.distributed._inputs import POS
+    from ragframe.partition import fetch_order
 
     names = [n for n in (c.QUERY_ID, c.RANK) if n in rows.schema.names]
     keys = parts.frame(engine.gather(engine.then(rows, _select, names=[*names, POS]))).sort(POS)
-    lookup = keys.select(pl.col(POS)).with_columns(order_of(keys)).to_arrow()
+    order = fetch_order(parts.restored(keys)).collect()[c.REQUEST_ORDER]  # not the gathers'
+    lookup = keys.select(pl.col(POS)).with_columns(order).to_arrow()  # (they load evaluate)
     return engine.then(rows, parts.with_order, lookup=engine.share(lookup))
 
 
@@ -102,6 +112,7 @@ STAGES: dict[str, Stage] = {
         prepare=request_order,
         gather=_fetched,
     ),
+    "chunk": Stage("chunk", _chunk, c.DOC_ID, consecutive=True),
     "evaluate": Stage("evaluate", _evaluate, c.QUERY_ID),
     "sweep": Stage("sweep", _sweep, c.QUERY_ID),
 }

@@ -37,7 +37,7 @@ from pathlib import Path
 import polars as pl
 
 from ragframe import schema as c
-from ragframe.dataset._inputs import Bound, Input, group_ranges, rows_read
+from ragframe.driver._inputs import Bound, Input, group_ranges, rows_read
 from ragframe.errors import RagframeError
 from ragframe.io import _atomic, _targets
 

@@ -13,9 +13,8 @@ The output is written in partition order, as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from types import TracebackType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -27,7 +26,7 @@ class Behind:
     Example:
         >>> written = []
         >>> with Behind() as behind:
-        ...     for rows in behind.read_ahead(lambda k: [k] * 2, 3):
+        ...     for rows in behind.read_ahead([k] * 2 for k in range(3)):
         ...         behind.write(written.append, sum(rows))
         >>> written
         [0, 2, 4]
@@ -40,12 +39,7 @@ class Behind:
     def __enter__(self) -> Behind:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
         """Wait for the work under way (a write that fails raises here, unless an error
         is already on its way out); work not yet started is dropped after an error."""
         try:
@@ -66,15 +60,16 @@ class Behind:
         self.wait()
         self.writing = self.pool.submit(write, piece)
 
-    def read_ahead(self, read: Callable[[int], T], count: int) -> Iterator[T]:
-        """``read(0)``, ..., ``read(count - 1)``, each read in the background while the
-        previous one is being used."""
-        if count < 1:
-            return
-        reading = self.pool.submit(read, 0)
-        for k in range(count):
-            rows = reading.result()
-            if k + 1 < count:
-                reading = self.pool.submit(read, k + 1)
+    def read_ahead(self, pieces: Iterable[T]) -> Iterator[T]:
+        """The ``pieces`` in order, each read in the background while the previous one
+        is being used (a generator's next piece is made on the background thread)."""
+        items = iter(pieces)
+        reading = self.pool.submit(next, items, _END)
+        while (rows := reading.result()) is not _END:
+            reading = self.pool.submit(next, items, _END)
             yield rows
             del rows
+
+
+_END: Any = object()
+"""What a finished iterator gives."""
