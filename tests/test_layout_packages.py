@@ -24,11 +24,6 @@ progress bars)."""
 MAX_LINES = 400
 GENERATED = {"ragframe.fetch._wordbreak_data"}
 """Generated data, exempt from :data:`MAX_LINES`."""
-BEING_SPLIT = {"ragframe.postprocess._kernels._merge"}
-"""Modules over :data:`MAX_LINES` whose split is under way elsewhere (issue 27's floor
-work splits the merge kernels); remove each once it is split."""
-
-
 def _below(module: str) -> bool:
     """Whether ``module`` is cross-cutting (see :data:`CROSS_CUTTING`, :data:`FLAT`)."""
     return module in FLAT or any(module == p or module.startswith(p + ".") for p in CROSS_CUTTING)
@@ -55,7 +50,7 @@ def test_no_module_is_over_400_lines() -> None:
         for name, path in MODULES.items()
         if len(path.read_text().splitlines()) > MAX_LINES
     }
-    assert set(over) - GENERATED - BEING_SPLIT == set(), over
+    assert set(over) - GENERATED == set(), over
 
 
 def test_each_module_imports_first() -> None:

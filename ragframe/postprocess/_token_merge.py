@@ -39,7 +39,8 @@ from ragframe._validate import MAX_COUNT
 from ragframe.postprocess import _merge as _char_merge
 from ragframe.postprocess import _token_budget
 from ragframe.postprocess._budget import within_budget
-from ragframe.postprocess._kernels._merge import NotCounted, Texts, merge, write_blocks
+from ragframe.postprocess._kernels._merge import NotCounted, merge, write_blocks
+from ragframe.postprocess._kernels._pieces import Texts
 from ragframe.postprocess._merge import (
     MergeOrder,
     _rule9_order,

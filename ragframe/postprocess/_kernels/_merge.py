@@ -247,7 +247,7 @@ def merge(
     zeros = np.zeros(n, dtype=np.int64)
     given = (address, length, group_start, chunk_index, sim, rerank)
     kinds = (np.int64, np.int64, np.bool_, np.int64, np.float64, np.float64)
-    rows: MergeRows = tuple(frozen(a, t) for a, t in zip(given, kinds, strict=True))  # type: ignore[assignment]
+    rows: MergeRows = tuple(frozen(a, t) for a, t in zip(given, kinds, strict=True))
     offsets = (
         frozen(start_char if start_char is not None else zeros, np.float64),
         frozen(end_char if end_char is not None else zeros, np.float64),

@@ -151,10 +151,10 @@ def _head_filter(chunk: U8) -> tuple[np.uint64, np.uint64]:
 def _any_head(address: int, head: np.uint64, mask: np.uint64) -> bool:
     """Whether any of the 4 places from ``address`` may start with the chunk's head
     (:func:`_head_filter`): one branch for four loads."""
-    a = (load_u64(address) ^ head) & mask
-    b = (load_u64(address + 1) ^ head) & mask
-    c = (load_u64(address + 2) ^ head) & mask
-    d = (load_u64(address + 3) ^ head) & mask
+    a = (load_u64(address) ^ head) & mask  # type: ignore[call-arg]
+    b = (load_u64(address + 1) ^ head) & mask  # type: ignore[call-arg]
+    c = (load_u64(address + 2) ^ head) & mask  # type: ignore[call-arg]
+    d = (load_u64(address + 3) ^ head) & mask  # type: ignore[call-arg]
     return bool((a == 0) | (b == 0) | (c == 0) | (d == 0))
 
 
@@ -183,7 +183,7 @@ def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
             continue
         here = q
         q += 1
-        if (load_u64(at + here) ^ head) & mask:
+        if (load_u64(at + here) ^ head) & mask:  # type: ignore[call-arg]
             continue
         distance = n - here  # >= MIN_OVERLAP > VERIFY_FIRST
         j = 1
