@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -16,7 +16,7 @@ import pyarrow as pa
 from ragframe.distributed import _dask_pieces as dp
 from ragframe.distributed import _dask_tasks as t
 from ragframe.distributed._inputs import require
-from ragframe.driver._engine import Keyed, Rows, Step, Work, workers_died
+from ragframe.driver._engine import Empty, Keyed, Rows, Shared, Step, Work, workers_died
 
 
 class DaskEngine:
@@ -86,14 +86,7 @@ class DaskEngine:
                 f"({exc.allowed_failures})",
             ) from None
 
-    def run(
-        self,
-        work: Work,
-        own: Rows,
-        side: Rows | None,
-        shared: Mapping[str, Any],
-        lazy: pa.Table | None,
-    ) -> Any:
+    def run(self, work: Work, own: Rows, side: Rows | None, shared: Shared, lazy: Empty) -> Any:
         task = self.dask.delayed(t.task(work), pure=True)
         pieces = own.native
         sides = side.native if side is not None else [None] * len(pieces)

@@ -24,7 +24,7 @@ from ragframe.distributed._inputs import (
     parquet_rows,
     require,
 )
-from ragframe.driver._engine import Keyed, Rows, Step, Work, workers_died
+from ragframe.driver._engine import Empty, Keyed, Rows, Shared, Step, Work, workers_died
 from ragframe.errors import RagframeError
 
 
@@ -128,14 +128,7 @@ class RayEngine:
                 "Ray", f"one of its tasks, past the task's retries ({reason})"
             ) from None
 
-    def run(
-        self,
-        work: Work,
-        own: Rows,
-        side: Rows | None,
-        shared: Mapping[str, Any],
-        lazy: pa.Table | None,
-    ) -> Any:
+    def run(self, work: Work, own: Rows, side: Rows | None, shared: Shared, lazy: Empty) -> Any:
         ds = own.native
         if side is not None:
             schema = rt.envelope_schema(own.schema, side.schema)
