@@ -57,6 +57,9 @@ if TYPE_CHECKING:
 TextSource: TypeAlias = Frame | Callable[[pl.DataFrame], Frame]
 """Where a partition's text comes from: a frame, or ``rows -> the store rows they need``."""
 
+ROWS_PER_PARTITION = 2_000_000
+"""Candidate rows per partition, on every engine (the local dataset runs, Dask, Ray): a
+partition is processed in one call, in memory (about 200 MiB per million rows)."""
 ORDER = c.REQUEST_ORDER
 """The request's global position, which :func:`fetch_order` adds before partitioning (a
 passthrough column, so the name is public)."""

@@ -22,7 +22,7 @@ from polars.testing import assert_frame_equal
 
 import ragframe
 from ragframe.distributed import _dask_pieces as dp
-from ragframe.distributed._inputs import PART, positioned
+from ragframe.driver._sources import PART, positioned
 
 CONFIG = ragframe.PostprocessConfig(top_k=8, max_blocks=4, max_characters=3000)
 

@@ -22,7 +22,7 @@ from polars.testing import assert_frame_equal
 
 import ragframe
 from ragframe import schema as c
-from ragframe.distributed import _inputs
+from ragframe.driver import _sources
 from ragframe.errors import ConfigError, RagframeError
 from tests.conftest import require_cranfield
 
@@ -283,30 +283,30 @@ def test_parquet_files_in_polars_order(tmp_path: Path) -> None:
     for name in ("b.parquet", "a.parquet", "sub/c.parquet"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         pl.DataFrame({"x": [1]}).write_parquet(tmp_path / name)
-    found = [Path(f).relative_to(tmp_path).as_posix() for f in _inputs.parquet_files(tmp_path)]
+    found = [Path(f).relative_to(tmp_path).as_posix() for f in _sources.parquet_files(tmp_path)]
     assert found == ["a.parquet", "b.parquet", "sub/c.parquet"]
-    assert _inputs.parquet_files([tmp_path / "b.parquet", tmp_path / "a.parquet"])[0].endswith(
+    assert _sources.parquet_files([tmp_path / "b.parquet", tmp_path / "a.parquet"])[0].endswith(
         "b.parquet"
     )
     with pytest.raises(RagframeError, match="input not found"):
-        _inputs.parquet_files(tmp_path / "nope.parquet")
+        _sources.parquet_files(tmp_path / "nope.parquet")
 
 
 def test_a_missing_engine_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(__import__("sys").modules, "ray", None)
     with pytest.raises(ConfigError, match=r"pip install 'ragframe\[ray\]'"):
-        _inputs.require("ray", "ray")
+        _sources.require("ray", "ray")
 
 
 def test_broadcast_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     small = pl.DataFrame({"doc_id": [1], "chunk_index": [0], "text": ["x"]})
-    assert _inputs.broadcast_store(small, None)
-    assert not _inputs.broadcast_store(small, False)
-    assert not _inputs.broadcast_store(small.lazy(), None)  # size unknown: join by key
-    monkeypatch.setattr(_inputs, "BROADCAST_LIMIT", small.estimated_size() - 1)
-    assert not _inputs.broadcast_store(small, None)  # over the limit: join by key
-    assert _inputs.partition_count(10_000_000, 8, 2) == 6
-    assert _inputs.partition_count(None, 3, 2) == 4
+    assert _sources.broadcast_store(small, None)
+    assert not _sources.broadcast_store(small, False)
+    assert not _sources.broadcast_store(small.lazy(), None)  # size unknown: join by key
+    monkeypatch.setattr(_sources, "BROADCAST_LIMIT", small.estimated_size() - 1)
+    assert not _sources.broadcast_store(small, None)  # over the limit: join by key
+    assert _sources.partition_count(10_000_000, 8, 2) == 6
+    assert _sources.partition_count(None, 3, 2) == 4
 
 
 def test_engine_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,7 @@ import pytest
 from ragframe import io
 from ragframe.cli import main
 from ragframe.dataset import postprocess_dataset
-from ragframe.distributed._inputs import parquet_files
+from ragframe.driver._sources import parquet_files
 from ragframe.errors import RagframeError
 
 RESULTS = pl.DataFrame(

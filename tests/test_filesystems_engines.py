@@ -25,7 +25,7 @@ from polars.testing import assert_frame_equal
 import ragframe
 from ragframe import schema as c
 from ragframe.cli import main
-from ragframe.distributed import _inputs
+from ragframe.driver import _sources
 from ragframe.errors import RagframeError
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
@@ -148,33 +148,33 @@ def _engine(name: str, request: pytest.FixtureRequest) -> Any:
 def test_the_driver_lists_remote_files_and_reads_their_footers(bucket: str) -> None:
     base = f"s3://{bucket}/in"
     parts = [f"{base}/chunks/part-0.parquet", f"{base}/chunks/part-1.parquet"]
-    assert _inputs.parquet_files(f"{base}/chunks") == parts
-    assert _inputs.parquet_files(f"{base}/chunks/") == parts
-    assert _inputs.parquet_files(f"{base}/chunks/*-1.parquet") == parts[1:]
-    assert _inputs.parquet_files([parts[1], parts[0]]) == [parts[1], parts[0]]
+    assert _sources.parquet_files(f"{base}/chunks") == parts
+    assert _sources.parquet_files(f"{base}/chunks/") == parts
+    assert _sources.parquet_files(f"{base}/chunks/*-1.parquet") == parts[1:]
+    assert _sources.parquet_files([parts[1], parts[0]]) == [parts[1], parts[0]]
     rows = pl.read_parquet(DATA / "results.parquet").height
-    assert _inputs.parquet_rows([f"{base}/results.parquet"]) == [rows]
+    assert _sources.parquet_rows([f"{base}/results.parquet"]) == [rows]
     want = pl.read_parquet_schema(DATA / "results.parquet")
-    assert dict(_inputs.parquet_schema(f"{base}/results.parquet")) == dict(want)
-    got = _inputs.local_table(f"{base}/chunks/")
+    assert dict(_sources.parquet_schema(f"{base}/results.parquet")) == dict(want)
+    got = _sources.local_table(f"{base}/chunks/")
     assert_frame_equal(pl.from_arrow(got), pl.read_parquet(DATA / "chunks.parquet"))  # type: ignore[arg-type]
     with pytest.raises(RagframeError, match=f"input not found: {base}/nothing.parquet"):
-        _inputs.parquet_files(f"{base}/nothing.parquet")
+        _sources.parquet_files(f"{base}/nothing.parquet")
     with pytest.raises(RagframeError, match="no Parquet files"):
-        _inputs.parquet_files(f"{base}/chunks/*.csv")
+        _sources.parquet_files(f"{base}/chunks/*.csv")
 
 
 def test_a_hive_folder_or_a_damaged_footer_is_refused_before_any_work(bucket: str) -> None:
     frame = pl.read_parquet(DATA / "results.parquet")
     client().put_object(Bucket=bucket, Key="hive/k=1/a.parquet", Body=_bytes(frame))
     with pytest.raises(RagframeError, match=f"s3://{bucket}/hive is a hive dataset"):
-        _inputs.parquet_files(f"s3://{bucket}/hive")
+        _sources.parquet_files(f"s3://{bucket}/hive")
     whole = _bytes(frame)
     client().put_object(Bucket=bucket, Key="broken/a.parquet", Body=whole)
     client().put_object(Bucket=bucket, Key="broken/b.parquet", Body=whole[: len(whole) // 2])
     broken = f"s3://{bucket}/broken/b.parquet"
     with pytest.raises(RagframeError, match=f"cannot read {broken}: not a readable Parquet"):
-        _inputs.parquet_files(f"s3://{bucket}/broken/")
+        _sources.parquet_files(f"s3://{bucket}/broken/")
 
 
 @pytest.mark.parametrize("name", ENGINES)

@@ -24,6 +24,8 @@ progress bars)."""
 MAX_LINES = 400
 GENERATED = {"ragframe.fetch._wordbreak_data"}
 """Generated data, exempt from :data:`MAX_LINES`."""
+
+
 def _below(module: str) -> bool:
     """Whether ``module`` is cross-cutting (see :data:`CROSS_CUTTING`, :data:`FLAT`)."""
     return module in FLAT or any(module == p or module.startswith(p + ".") for p in CROSS_CUTTING)
@@ -105,7 +107,7 @@ def package_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
-BEING_UNTANGLED = {("ragframe.distributed", "ragframe.driver")}
+BEING_UNTANGLED: set[tuple[str, str]] = set()
 """Package cycles whose untangling is under way (the engines' shared partition contract
 and inputs move out of ``distributed`` into ``driver``); remove each once it is done."""
 

@@ -20,7 +20,7 @@ from ragframe import io
 from ragframe import schema as c
 from ragframe.cli._common import integer
 from ragframe.cli._options import config_from_args
-from ragframe.distributed._inputs import parquet_files, parquet_schema, refuse_hive, require
+from ragframe.driver._sources import parquet_files, parquet_schema, refuse_hive, require
 from ragframe.errors import ConfigError, RagframeError
 from ragframe.io import _atomic, _filesystems
 

@@ -38,12 +38,12 @@ from ragframe._validate import as_config
 from ragframe.dataset._run import (
     CHUNK_TEXT,
     FETCH_TEXT,
-    ROWS_PER_PARTITION,
     STORE_IN_MEMORY,
     RunSummary,
 )
 from ragframe.errors import ConfigError
 from ragframe.io._unreadable import naming
+from ragframe.partition import ROWS_PER_PARTITION
 
 if TYPE_CHECKING:
     from ragframe.fetch import FetchConfig

@@ -21,9 +21,6 @@ if TYPE_CHECKING:
     from ragframe._progress import Progress
     from ragframe.errors import RagframeError
 
-ROWS_PER_PARTITION = 2_000_000
-"""Candidate rows per partition, here and on Dask/Ray (:mod:`ragframe.distributed`): a
-partition is processed in one call, in memory (about 200 MiB per million rows)."""
 STORE_IN_MEMORY = 512 * 2**20
 """A chunk store up to this size (uncompressed) is read once and kept; a larger one is
 scanned by each partition for the rows it needs."""

@@ -15,8 +15,8 @@ import pyarrow as pa
 
 from ragframe.distributed import _dask_pieces as dp
 from ragframe.distributed import _dask_tasks as t
-from ragframe.distributed._inputs import require
 from ragframe.driver._engine import Empty, Keyed, Rows, Shared, Step, Work, workers_died
+from ragframe.driver._sources import require
 
 
 class DaskEngine:

@@ -26,8 +26,8 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.dataset._run import ROWS_PER_PARTITION
-from ragframe.distributed._inputs import (
+from ragframe.driver._parts import frame
+from ragframe.driver._sources import (
     ENTITY,
     PART,
     is_path,
@@ -36,8 +36,7 @@ from ragframe.distributed._inputs import (
     parquet_rows,
     read_parquet,
 )
-from ragframe.distributed._parts import frame
-from ragframe.partition import bucket
+from ragframe.partition import ROWS_PER_PARTITION, bucket
 
 Keyed = Callable[[pa.Table, int], pa.Table]
 

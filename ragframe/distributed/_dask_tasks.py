@@ -10,9 +10,8 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from ragframe.dataset._run import ROWS_PER_PARTITION
-from ragframe.distributed import _parts as parts
-from ragframe.distributed._inputs import (
+from ragframe.driver import _parts as parts
+from ragframe.driver._sources import (
     PART,
     is_path,
     local_table,
@@ -24,6 +23,7 @@ from ragframe.distributed._inputs import (
     read_piece,
     require,
 )
+from ragframe.partition import ROWS_PER_PARTITION
 
 
 def dd() -> Any:
@@ -66,7 +66,7 @@ def frame_of(
 ) -> tuple[Any, int | None]:
     """A Dask frame of ``source`` (Parquet files, one partition each; or a Dask frame)
     with each row's position (``keyed``: :func:`positioned` for candidates and requests,
-    :func:`~ragframe.distributed._parts.keyed_store` for a store), and its row count
+    :func:`~ragframe.driver._parts.keyed_store` for a store), and its row count
     where the files' footers tell it."""
     ddf = dd()
     if is_path(source):
@@ -128,7 +128,7 @@ def joined_store(shuffled_keys_from: Any, store: Any, partitions: int) -> Any:
     """The chunk store rows each partition needs (the shuffle-join): the candidates'
     distinct keys joined with the keyed store by ``(entity, chunk index)`` (a Dask hash
     join), then set on the partition like the candidates."""
-    from ragframe.distributed._inputs import CHUNK, ENTITY
+    from ragframe.driver._sources import CHUNK, ENTITY
 
     keys = shuffled_keys_from.map_partitions(_keys, meta=_keys(shuffled_keys_from._meta))
     rows = keys.merge(store, on=[ENTITY, CHUNK], how="inner")

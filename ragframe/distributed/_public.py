@@ -21,16 +21,15 @@ from typing import Any, Generic, TypeVar
 
 import polars as pl
 
-from ragframe.distributed import _gather
-from ragframe.distributed._inputs import (
+from ragframe.driver import STAGES, Engine, _gather, run_stage
+from ragframe.driver._run import run_written
+from ragframe.driver._sources import (
     config_of,
     evaluate_options,
     local_table,
     offsets_of,
     one_input,
 )
-from ragframe.driver import STAGES, Engine, run_stage
-from ragframe.driver._run import run_written
 from ragframe.evaluate import SweepResult
 from ragframe.evaluate import evaluate as local_evaluate
 from ragframe.evaluate import sweep as local_sweep

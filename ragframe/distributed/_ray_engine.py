@@ -16,7 +16,8 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe.distributed import _ray_tasks as rt
-from ragframe.distributed._inputs import (
+from ragframe.driver._engine import Empty, Keyed, Rows, Shared, Step, Work, workers_died
+from ragframe.driver._sources import (
     PART,
     is_path,
     local_table,
@@ -24,7 +25,6 @@ from ragframe.distributed._inputs import (
     parquet_rows,
     require,
 )
-from ragframe.driver._engine import Empty, Keyed, Rows, Shared, Step, Work, workers_died
 from ragframe.errors import RagframeError
 
 

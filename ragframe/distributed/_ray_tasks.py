@@ -13,8 +13,8 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.distributed import _parts as parts
-from ragframe.distributed._inputs import PART, read_parquet
+from ragframe.driver import _parts as parts
+from ragframe.driver._sources import PART, read_parquet
 
 SIDE = c.TMP + "side"
 """0: the group's own rows (candidates, requests), 1: the store rows it needs."""

@@ -8,7 +8,7 @@ their query (:func:`ragframe.partition.bucket`; for fetch, of their document) wi
 every row of bucket ``i``: whole queries. Each partition is sorted back to input order
 and given to the partition contract (:mod:`ragframe.partition`), the single-machine
 code. The chunk store (documents, for fetch) is broadcast, one copy per worker, when it
-holds at most :data:`~ragframe.distributed._inputs.BROADCAST_LIMIT` bytes, else joined
+holds at most :data:`~ragframe.driver._sources.BROADCAST_LIMIT` bytes, else joined
 by key: the candidates' keys meet the store in a Dask hash join and each partition gets
 only the store rows it needs. Tasks lost with a worker are run again (``retries``); a
 part is a pure function of its partition, so nothing is lost or doubled.

@@ -9,7 +9,7 @@ every row of a group: whole queries, a few million rows per call (never one call
 query: that is hundreds of times slower). Each group is sorted back to input order and
 given to the partition contract (:mod:`ragframe.partition`), the single-machine code.
 The store is broadcast (``ray.put``: one copy per node, read in place) when it holds at
-most :data:`~ragframe.distributed._inputs.BROADCAST_LIMIT` bytes, else joined by key
+most :data:`~ragframe.driver._sources.BROADCAST_LIMIT` bytes, else joined by key
 (``Dataset.join``, a hash join) and the rows each group needs travel in the group's
 batch. Ray runs a task lost with its worker again (``retries``); a part is a pure
 function of its group, so nothing is lost or doubled.

@@ -24,13 +24,13 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.distributed._inputs import CHUNK, ENTITY, PART, POS, positioned
-from ragframe.distributed._parts import frame
 from ragframe.driver import _batches, _ranges
 from ragframe.driver._behind import Behind
 from ragframe.driver._engine import Empty, Keyed, Rows, Shared, Step, Work
 from ragframe.driver._inputs import Input, row_count
+from ragframe.driver._parts import frame
 from ragframe.driver._plan import Plan
+from ragframe.driver._sources import CHUNK, ENTITY, PART, POS, positioned
 from ragframe.errors import RagframeError
 
 
@@ -96,7 +96,7 @@ class LocalEngine:
     def rows(self, source: Any, keyed: Keyed) -> Rows:
         """``source`` (an :class:`~ragframe.driver._inputs.Input`) as it is: partitions
         are read in input order, so no positions are added; a store (``keyed`` not
-        :func:`~ragframe.distributed._inputs.positioned`) is read in parts later."""
+        :func:`~ragframe.driver._sources.positioned`) is read in parts later."""
         schema = pl.DataFrame(schema=source.frame.collect_schema()).to_arrow().schema
         native = source if keyed is positioned else Pending(source)
         return Rows(native, schema, row_count(source))
@@ -207,7 +207,7 @@ def _numbered(k: int, rows: pl.DataFrame) -> pl.DataFrame:
 
 def needed(store: Input, keys: pl.DataFrame) -> pl.DataFrame:
     """The rows of the chunk ``store`` whose (entity, chunk index) is in ``keys`` (as
-    :func:`ragframe.distributed._parts.store_keys` gives them), in store order."""
+    :func:`ragframe.driver._parts.store_keys` gives them), in store order."""
     names = store.frame.collect_schema().names()
     own = c.ENTITY_ID if c.ENTITY_ID in names else c.DOC_ID
     dtype = keys.schema[ENTITY]

@@ -20,9 +20,9 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.distributed._inputs import PART, is_path, parquet_files, partition_count
-from ragframe.distributed._parts import frame, with_part
+from ragframe.driver._parts import frame, with_part
 from ragframe.driver._ranges import query_ranges
+from ragframe.driver._sources import PART, is_path, parquet_files, partition_count
 from ragframe.io._unreadable import naming
 
 

@@ -11,8 +11,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ragframe.distributed import _parts as parts
-from ragframe.distributed._inputs import (
+from ragframe.driver import _commit
+from ragframe.driver import _parts as parts
+from ragframe.driver._engine import Engine, Rows
+from ragframe.driver._plan import Plan, plan, query_counts
+from ragframe.driver._sources import (
     CHUNK,
     ENTITY,
     broadcast_store,
@@ -21,9 +24,6 @@ from ragframe.distributed._inputs import (
     parquet_files,
     positioned,
 )
-from ragframe.driver import _commit
-from ragframe.driver._engine import Engine, Rows
-from ragframe.driver._plan import Plan, plan, query_counts
 from ragframe.driver._stages import Stage
 from ragframe.driver._store_files import StoreFiles
 from ragframe.driver._work import work

@@ -1,5 +1,5 @@
 """The stages a driver runs, one entry each: the partition function (what runs on a
-worker, :mod:`ragframe.distributed._parts`: the partition contract of
+worker, :mod:`ragframe.driver._parts`: the partition contract of
 :mod:`ragframe.partition`), what a partition holds whole, the stage's store and how a
 store too large to broadcast reaches a partition. Adding a stage is one entry here."""
 
@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.distributed import _parts as parts
+from ragframe.driver import _parts as parts
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def request_order(engine: Any, rows: Any) -> Any:
     (and ``rank``) in input order, looked up by position on the workers."""
     import polars as pl
 
-    from ragframe.distributed._inputs import POS
+    from ragframe.driver._sources import POS
     from ragframe.partition import fetch_order
 
     names = [n for n in (c.QUERY_ID, c.RANK) if n in rows.schema.names]
@@ -90,13 +90,13 @@ def request_order(engine: Any, rows: Any) -> Any:
 
 
 def _blocks(tables: list[pa.Table]) -> Any:
-    from ragframe.distributed._gather import blocks_table
+    from ragframe.driver._gather import blocks_table
 
     return blocks_table(tables)
 
 
 def _fetched(tables: list[pa.Table]) -> Any:
-    from ragframe.distributed._gather import fetch_table
+    from ragframe.driver._gather import fetch_table
 
     return fetch_table(tables)
 

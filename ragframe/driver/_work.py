@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from ragframe import io
-from ragframe.distributed._parts import frame
+from ragframe.driver._parts import frame
 from ragframe.driver._store_files import StoreFiles
 from ragframe.errors import RagframeError
 from ragframe.io import _filesystems

@@ -11,7 +11,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.distributed._parts import frame, restored
+from ragframe.driver._parts import frame, restored
 from ragframe.evaluate import SweepResult, evaluate
 from ragframe.evaluate._qrels import judgements
 from ragframe.evaluate._sweep import (

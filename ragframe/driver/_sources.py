@@ -1,4 +1,4 @@
-"""What the Dask and Ray adapters share on the driver: the engines' imports (lazy, with
+"""What every engine shares on the driver: the engines' imports (lazy, with
 an error naming the extra), Parquet sources cut into pieces, the row positions that keep
 the input order through a shuffle, and the choice between broadcasting a store and
 joining it by key."""
@@ -18,11 +18,11 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.dataset._run import ROWS_PER_PARTITION
-from ragframe.distributed import _remote
+from ragframe.driver import _remote
 from ragframe.errors import ConfigError, RagframeError
 from ragframe.io._sources import walk
 from ragframe.io._unreadable import check_footers, naming, unreadable
+from ragframe.partition import ROWS_PER_PARTITION
 
 POS = c.TMP + "pos"
 """A row's input position, ``piece << 32 | row``: sorting a partition by it restores the

@@ -1,4 +1,4 @@
-"""What runs on a worker, Arrow in and Arrow out, for either engine: the partition
+"""What runs on a worker, Arrow in and Arrow out, for any engine: the partition
 contract (:mod:`ragframe.partition`) after the input order is restored, and the small
 steps around the shuffle (the partition column, the chunk store's join keys)."""
 
@@ -11,7 +11,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragframe import schema as c
-from ragframe.distributed._inputs import CHUNK, ENTITY, PART, POS, STORE_POS, TEMPORARY
+from ragframe.driver._sources import CHUNK, ENTITY, PART, POS, STORE_POS, TEMPORARY
 from ragframe.partition import (
     bucket,
     evaluate_part,
