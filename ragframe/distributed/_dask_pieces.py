@@ -34,6 +34,7 @@ from ragframe.driver._sources import (
     local_table,
     parquet_files,
     parquet_rows,
+    parquet_schema,
     read_parquet,
 )
 from ragframe.partition import ROWS_PER_PARTITION, bucket
@@ -79,7 +80,7 @@ def pieces_of(source: Any, keyed: Keyed) -> tuple[Pieces, pa.Schema, int | None]
     delayed = _delayed()
     if is_path(source):
         files = parquet_files(source)
-        empty = pl.DataFrame(schema=pl.read_parquet_schema(files[0])).to_arrow()
+        empty = pl.DataFrame(schema=parquet_schema(files[0])).to_arrow()
         read = delayed(read_keyed, pure=False)
         pieces = [read(path, i, keyed) for i, path in enumerate(files)]
         schema = keyed(empty, 0).schema

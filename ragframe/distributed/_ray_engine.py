@@ -23,6 +23,7 @@ from ragframe.driver._sources import (
     local_table,
     parquet_files,
     parquet_rows,
+    parquet_schema,
     require,
 )
 from ragframe.errors import RagframeError
@@ -71,7 +72,7 @@ class RayEngine:
             ds = ray.data.from_items(items, override_num_blocks=len(files)).map_batches(
                 rt.read_batch, batch_size=1, batch_format="pyarrow", fn_kwargs={"keyed": keyed}
             )
-            empty = pl.DataFrame(schema=pl.read_parquet_schema(files[0])).to_arrow()
+            empty = pl.DataFrame(schema=parquet_schema(files[0])).to_arrow()
             return Rows(ds, keyed(empty, 0).schema, sum(parquet_rows(files)))
         if isinstance(source, pl.DataFrame | pl.LazyFrame | pa.Table):
             table = keyed(local_table(source), 0)

@@ -9,9 +9,9 @@ from each filesystem's usual environment: for S3, ``AWS_ACCESS_KEY_ID``,
 Reading: a remote input (a file, a folder, a glob) is copied to a local temporary
 folder first, as standard input is, and read from there exactly as a local input is
 (the same formats, checks and messages, naming the URI); the copies are removed at exit
-or on a signal. Dask and Ray (``--engine``) read and write local or shared paths only
-so far (:func:`remote_files` and :func:`read_bytes` are the pieces their workers will
-read remote inputs with).
+or on a signal. Dask and Ray (``--engine``) do not copy: the driver lists the remote
+files and reads their footers, and each worker reads its own pieces with its own
+environment's credentials (:mod:`ragframe.driver._remote`).
 
 Writing a remote output: :mod:`ragframe.io._uploads`.
 """
