@@ -6,7 +6,8 @@ steps of a sweep, an experiment, evaluate or an index build (:func:`steps`).
 error), or in a Jupyter kernel, whose streams are no terminal but are watched: a widget
 there (``tqdm.auto``, with ``ipywidgets``), else text in the cell's output. It is off
 when standard error is not a terminal (a log, a pipe, a test). ``True`` shows it anyway,
-``False`` never.
+``False`` never. ``tqdm`` is imported only for a bar that is shown (``tqdm.auto`` imports
+``asyncio``: about 30 ms of a short command's start).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from typing import Any
-
-from tqdm.auto import tqdm
 
 
 def in_kernel() -> bool:
@@ -42,14 +41,7 @@ class Progress:
         self, what: str, total: int | None, partitions: int, unit: str, shown: bool | None
     ) -> None:
         self.partitions, self.done = partitions, 0
-        self.bar: Any = tqdm(
-            total=total,
-            desc=what,
-            unit=unit,
-            unit_scale=True,
-            dynamic_ncols=True,
-            disable=disabled(shown),
-        )
+        self.bar: Any = _bar(total=total, desc=what, unit=unit, unit_scale=True, shown=shown)
 
     def __enter__(self) -> Progress:
         return self
@@ -67,8 +59,30 @@ class Progress:
 
 
 class _NoBar:
+    """A bar that is not shown (what tqdm does with ``disable=True``)."""
+
     def update(self, steps: int) -> None:
         """Nothing to show."""
+
+    def set_postfix(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to show."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def _bar(shown: bool | None, **options: Any) -> Any:
+    """A tqdm bar, or :class:`_NoBar` where tqdm would draw nothing (``disable``
+    True, or None with standard error no terminal), without importing tqdm."""
+    disable = disabled(shown)
+    if disable is None:
+        isatty = getattr(sys.stderr, "isatty", None)
+        disable = True if isatty is not None and not isatty() else None  # tqdm's own test
+    if disable:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(dynamic_ncols=True, disable=disable, **options)
 
 
 @contextlib.contextmanager
@@ -79,13 +93,7 @@ def steps(what: str, total: int, shown: bool | None) -> Iterator[Any]:
     if shown is False:
         yield _NoBar()
         return
-    bar = tqdm(
-        total=total,
-        desc=what,
-        unit="step",
-        dynamic_ncols=True,
-        disable=disabled(shown),
-    )
+    bar = _bar(total=total, desc=what, unit="step", shown=shown)
     try:
         yield bar
     finally:

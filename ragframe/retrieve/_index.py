@@ -139,7 +139,7 @@ def build_index(
 
     blocks = _blocks(text)
     with Progress("bm25 index", text.len(), len(blocks), "chunk", progress) as bar:
-        if len(blocks) == 1 and _small.is_small(int(text.str.len_bytes().sum() or 0)):
+        if len(blocks) <= 1 and _small.is_small(int(text.str.len_bytes().sum() or 0)):
             return _small_index(chunks, text, bar)
         pairs, lengths, vocab = _pairs(text, blocks, bar)
     return _postings_of(chunks, vocab, pairs, lengths)
