@@ -21,6 +21,7 @@ machine code needs only numba's runtime. A compile still sets everything up firs
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -124,6 +125,14 @@ class KernelCache(caching.FunctionCache):
         if found is None:
             _ahead.missed(name, cached)
         return found
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        """Cache a compiled kernel; where the cache cannot take it (a full disk, a
+        file-size limit, a quota) the process keeps the kernel compiled in memory and a
+        later one compiles it again: the run is not failed for its cache (numba removes
+        its half-written temporary)."""
+        with contextlib.suppress(OSError):
+            super().save_overload(sig, data)  # type: ignore[no-untyped-call]
 
 
 def cached(name: str) -> bool:
