@@ -24,6 +24,7 @@ import ragframe
 from ragframe import schema as c
 from ragframe.driver import _sources
 from ragframe.errors import ConfigError, RagframeError
+from tests import clusters
 from tests.conftest import require_cranfield
 
 pytestmark = pytest.mark.filterwarnings(
@@ -41,25 +42,12 @@ def cranfield() -> Path:
 
 @pytest.fixture(scope="module")
 def dask_client() -> Iterator[Any]:
-    pytest.importorskip("dask.dataframe")
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-    )
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
+    yield from clusters.dask_client()
 
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
-    ray = pytest.importorskip("ray")
-    pytest.importorskip("ray.data")
-    # "local": a new instance, never one a `ray start` left on the machine
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    yield from clusters.ray_cluster()
 
 
 def _engine(name: str, request: pytest.FixtureRequest) -> Any:

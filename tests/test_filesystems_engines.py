@@ -27,6 +27,7 @@ from ragframe import schema as c
 from ragframe.cli import main
 from ragframe.driver import _sources
 from ragframe.errors import RagframeError
+from tests import clusters
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
 boto3 = pytest.importorskip("boto3")
@@ -117,24 +118,13 @@ def keys(bucket: str, prefix: str = "") -> list[str]:
 
 @pytest.fixture(scope="module")
 def dask_client(environment: str) -> Iterator[Any]:
-    pytest.importorskip("dask.dataframe")
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-    )
-    dask_client = distributed.Client(cluster)
-    yield dask_client
-    dask_client.close()
-    cluster.close()
+    """Started after :func:`environment`: the workers take its credentials."""
+    yield from clusters.dask_client()
 
 
 @pytest.fixture(scope="module")
 def ray_cluster(environment: str) -> Iterator[Any]:
-    ray = pytest.importorskip("ray")
-    pytest.importorskip("ray.data")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    yield from clusters.ray_cluster()
 
 
 def _engine(name: str, request: pytest.FixtureRequest) -> Any:
