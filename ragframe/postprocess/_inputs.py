@@ -7,6 +7,8 @@ whole-column kernels, raising :class:`~ragframe.errors.DataError` when collected
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
 import polars as pl
 
 from ragframe import schema as c
@@ -62,20 +64,23 @@ RESERVED = tuple(n for n in c.BLOCK_COLUMNS if n not in (*KNOWN, c.TEXT))
 """Output columns an input column may not be named like (it would be passed through)."""
 
 
+class Naming(TypedDict, total=False):
+    """How :func:`~ragframe._validate.checked`'s error names what failed: ``shown``, the
+    column as the user names it; ``key``, the query id column and its user name (the
+    queries affected are counted and the first named)."""
+
+    shown: str | None
+    key: tuple[str, str] | None
+
+
 def validated(
-    name: str,
-    dtype: pl.DataType | type[pl.DataType],
-    what: str,
-    *,
-    shown: str | None = None,
-    key: tuple[str, str] | None = None,
+    name: str, dtype: pl.DataType | type[pl.DataType], what: str, **naming: Unpack[Naming]
 ) -> pl.Expr:
-    """``name`` cast to ``dtype``, checked when collected (:func:`~ragframe._validate.
-    checked`): nulls in ids and offsets, NaN or infinite scores, ids too large for
-    Int64; the error names the column as the user does (``shown``) and, with ``key``
-    (the query id column and its user name), the queries affected."""
+    """:func:`~ragframe._validate.checked` with postprocess's rule for column ``name``:
+    nulls refused in query ids and offsets (:data:`_PRESENT`), with the hint of
+    :data:`_NULL_HINTS` after what was expected."""
     hint = _NULL_HINTS.get(name, "")
-    return checked(name, dtype, what, shown=shown, key=key, present=name in _PRESENT, hint=hint)
+    return checked(name, dtype, what, **naming, present=name in _PRESENT, hint=hint)
 
 
 def user_names(schema: pl.Schema) -> dict[str, str]:
