@@ -17,26 +17,6 @@ from ragframe.errors import SchemaError
 from ragframe.schema import TMP, require_columns, require_kind
 
 OFFSETS = (c.START_CHAR, c.END_CHAR)
-KNOWN = (
-    c.QUERY_ID,
-    c.ENTITY_ID,
-    c.ENTITY_TYPE,
-    c.CHUNK_INDEX,
-    c.SIMILARITY,
-    c.RERANK_SCORE,
-)
-"""Candidate columns used for ranking; ``text`` (and offsets) travel separately."""
-
-OPTIONAL = {c.ENTITY_TYPE: pl.String, c.RERANK_SCORE: pl.Float64}
-"""Optional candidate columns: all null when absent."""
-
-
-def absent(given: pl.Schema) -> list[pl.Expr]:
-    """Null literals for the optional columns the input lacks: added where first needed
-    (on the reachable rows), not carried through the ranking sort."""
-    return [pl.lit(None, dtype=dt).alias(n) for n, dt in OPTIONAL.items() if n not in given]
-
-
 _KINDS = {
     c.QUERY_ID: ("int", "string"),
     c.ENTITY_ID: ("int", "string"),
@@ -48,6 +28,18 @@ _KINDS = {
     c.START_CHAR: ("int",),
     c.END_CHAR: ("int",),
 }
+"""Every candidate column postprocess reads, and the kinds of type each may have."""
+KNOWN = tuple(n for n in _KINDS if n not in (c.TEXT, *OFFSETS))
+"""Candidate columns used for ranking; ``text`` (and offsets) travel separately."""
+
+OPTIONAL = {c.ENTITY_TYPE: pl.String, c.RERANK_SCORE: pl.Float64}
+"""Optional candidate columns: all null when absent."""
+
+
+def absent(given: pl.Schema) -> list[pl.Expr]:
+    """Null literals for the optional columns the input lacks: added where first needed
+    (on the reachable rows), not carried through the ranking sort."""
+    return [pl.lit(None, dtype=dt).alias(n) for n, dt in OPTIONAL.items() if n not in given]
 
 
 _NULL_HINTS = {
