@@ -156,6 +156,36 @@ def test_every_kernel_folder_is_in_the_shared_family_or_cached_on_its_own() -> N
         assert "keep_in_user_cache(__file__)" in text, name
 
 
+RETRIEVE_KERNELS = "ragframe.retrieve._kernels"
+
+
+def test_retrieves_kernels_are_keyed_on_every_file_of_their_folder(tmp_path: Path) -> None:
+    """The retrieve kernel files call the heap's helpers (``_heap``) and import nothing
+    else compiled; their kernels are cached under a key that hashes every file of the
+    folder, so an edit of the heap's file alone compiles both top-k kernels afresh."""
+    for name, imported in GRAPH.items():
+        if name.startswith(RETRIEVE_KERNELS + "."):
+            outside = {m for m in imported if not m.startswith(RETRIEVE_KERNELS)}
+            assert outside <= {"ragframe._kernels._jit", "ragframe._kernels._own"}, name
+    from ragframe.retrieve._kernels import _search  # noqa: F401 -- marks its folder
+
+    folder = PACKAGE / "retrieve" / "_kernels"
+    for name in ("_search.py", "_topk.py"):
+        assert "from ragframe.retrieve._kernels._heap import" in (folder / name).read_text()
+    assert _own.cache_source(str(folder / "_search.py")) == folder
+    assert _own.cache_source(str(PACKAGE / "postprocess" / "_kernels" / "_order.py")) is None
+    with pytest.raises(LookupError):
+        _own.cache_source(str(PACKAGE / "schema.py"))
+    copy = tmp_path / "_kernels"
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _jit.sources_hash(copy)
+    assert before == _jit.sources_hash(folder)
+    assert _jit.cache_key(folder).endswith(f"-retrieve_kernels-{before}")
+    heap = copy / "_heap.py"
+    heap.write_text(heap.read_text().replace("s1 > s2", "s1 >= s2"))
+    assert _jit.sources_hash(copy) != before
+
+
 def test_the_cache_lives_in_a_per_user_folder_outside_the_package(tmp_path: Path) -> None:
     """A kernel compiled in a fresh process lands under RAGFRAME_CACHE_DIR/<key>, and
     nothing is written into the package (an install or uninstall leaves nothing). (With

@@ -68,6 +68,24 @@ def test_the_error_names_the_first_five_keys_in_input_order() -> None:
     assert f"[{keys}, ...]" in str(error.value)
 
 
+def test_the_error_writes_string_keys_as_the_reference_does() -> None:
+    """Keys with quotes, a backslash and a line break: written as Python writes them,
+    the same as the reference's message, ``...`` after the first five."""
+    names = ["it's", 'say "hi"', "back\\slash", "two\nlines", "plain", "sixth"]
+    rows = [cand(name, None, 0.5, i, query_id=i) for i, name in enumerate(names)]
+    df = frame(rows, **{c.ENTITY_ID: pl.String()})
+    df = df.drop(c.TEXT)
+    store = STORE.with_columns(pl.col(c.ENTITY_ID).cast(pl.String))
+    with pytest.raises(DataError) as engine_error:
+        run_engine(df, PostprocessConfig(), chunks=store)
+    with pytest.raises(ValueError) as reference_error:
+        run_reference(df, PostprocessConfig(), chunks=store)
+    message = str(engine_error.value)
+    assert _message(engine_error.value) == _message(reference_error.value)
+    shown = ", ".join(f"({name!r}, {i})" for i, name in enumerate(names[:5]))
+    assert f"first keys (entity_id, chunk_index): [{shown}, ...];" in message
+
+
 def test_a_complete_store_raises_nothing() -> None:
     df = CANDIDATES.filter(pl.col(c.ENTITY_ID).is_in([1, 3]) & (pl.col(c.QUERY_ID) != 2))
     got = run_engine(df, PostprocessConfig(), chunks=STORE)

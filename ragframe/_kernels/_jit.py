@@ -38,7 +38,7 @@ from numba.core.runtime.nrt import rtsys
 from numba.extending import intrinsic
 
 from ragframe._kernels import _ahead
-from ragframe._kernels._own import FOLDERS, OWN_FILES, keep_in_user_cache
+from ragframe._kernels._own import FOLDERS, OWN_FILES, cache_source, keep_in_user_cache
 
 KERNELS = FOLDERS
 """The folders of the shared family's kernel files, all of which its cache key hashes."""
@@ -92,15 +92,16 @@ def sources_hash(*sources: Path) -> str:
 @cache
 def cache_key(source: Path | None = None) -> str:
     """The cache subfolder for the kernels of ``source`` (None: the shared family, all
-    of :data:`KERNELS`; else one of :data:`OWN_FILES`): ragframe's and numba's
-    versions, a hash of the sources."""
+    of :data:`KERNELS`; else one of :data:`OWN_FILES` or :data:`._own.OWN_FOLDERS`):
+    ragframe's and numba's versions, a hash of the sources."""
     try:
         version = metadata.version("ragframe")
     except metadata.PackageNotFoundError:  # run from a source tree, not installed
         version = "source"
     if source is None:
         return f"{version}-numba{nb.__version__}-{sources_hash(*KERNELS)}"
-    mark = f"{source.stem.strip('_')}-"
+    name = f"{source.parent.name}{source.name}" if source.is_dir() else source.stem
+    mark = f"{name.strip('_')}-"
     return f"{version}-numba{nb.__version__}-{mark}{sources_hash(source)}"
 
 
@@ -148,8 +149,8 @@ def _cache_for(function: Callable[..., Any]) -> Any:
 
 
 def _install_locator() -> bool:
-    """Make numba keep the kernels of :data:`KERNELS` (and of :data:`OWN_FILES`) in
-    :func:`cache_folder`."""
+    """Make numba keep the kernels of :data:`KERNELS` (and of :data:`OWN_FILES` and
+    :data:`._own.OWN_FOLDERS`) in :func:`cache_folder`."""
     impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
     base = getattr(caching, "_CacheLocator", None)
     if impl is None or base is None or not hasattr(impl, "_locator_classes"):
@@ -174,9 +175,9 @@ def _install_locator() -> bool:
 
         @classmethod
         def from_function(cls, py_func: Any, py_file: str) -> Any:
-            path = Path(py_file).resolve()
-            source = None if path.parent in KERNELS else path
-            if source is not None and source not in OWN_FILES:
+            try:
+                source = cache_source(py_file)
+            except LookupError:  # not one of ragframe's: numba's own locators
                 return None
             self = cls(py_func, py_file, source)
             try:

@@ -10,7 +10,9 @@ The family is declared here, not registered as its folders are imported, so the 
 the same whichever of them a process imports first.
 
 Kernel files elsewhere that call only their own code (:data:`OWN_FILES`) are kept in
-the same per-user cache, each keyed on its own source alone."""
+the same per-user cache, each keyed on its own source alone; a kernel folder elsewhere
+whose files call only each other's helpers (:data:`OWN_FOLDERS`, ``retrieve``'s) is kept
+there keyed on all of that folder's files."""
 
 from __future__ import annotations
 
@@ -27,6 +29,10 @@ OWN_FILES: set[Path] = set()
 """Kernel files outside :data:`FOLDERS` whose kernels are kept in the per-user folder
 too, each keyed on its own source alone: files whose kernels call only their own code
 (:func:`keep_in_user_cache`)."""
+OWN_FOLDERS: set[Path] = set()
+"""Kernel folders outside :data:`FOLDERS` whose kernels are kept in the per-user folder,
+keyed on all of the folder's ``.py`` files: folders whose files call each other's
+helpers, and nothing compiled outside the folder (:func:`keep_folder_in_user_cache`)."""
 
 
 def in_shared_family(module: str) -> bool:
@@ -40,3 +46,26 @@ def keep_in_user_cache(py_file: str) -> None:
     installed package numba's own cache would write into ``site-packages``, where an
     uninstall leaves the files (and a folder that shadows a later install) behind."""
     OWN_FILES.add(Path(py_file).resolve())
+
+
+def keep_folder_in_user_cache(py_file: str) -> None:
+    """:func:`keep_in_user_cache` for a kernel file whose kernels call helpers of other
+    files in its folder: its kernels are keyed on every file of the folder, so an edit
+    of a helper's file compiles its callers afresh (numba's own cache would check only
+    the caller's file)."""
+    OWN_FOLDERS.add(Path(py_file).resolve().parent)
+
+
+def cache_source(py_file: str) -> Path | None:
+    """What the cache key of the kernels defined in ``py_file`` hashes: None for the
+    shared family (all of :data:`FOLDERS`), the folder for a file of :data:`OWN_FOLDERS`,
+    the file itself for one of :data:`OWN_FILES`; raises LookupError for any other file
+    (numba's own cache keeps its kernels)."""
+    path = Path(py_file).resolve()
+    if path.parent in FOLDERS:
+        return None
+    if path.parent in OWN_FOLDERS:
+        return path.parent
+    if path in OWN_FILES:
+        return path
+    raise LookupError(py_file)

@@ -106,6 +106,12 @@ def add_command(
     )
 
 
+def add_documents(parser: argparse.ArgumentParser) -> None:
+    """The ``DOCUMENTS`` input of the commands that cut raw documents into chunks
+    (``chunk``, and ``experiment``, which chunks them as ``chunk`` does)."""
+    parser.add_argument("documents", metavar="DOCUMENTS", help="documents: doc_id, content")
+
+
 OUTPUT_FORMATS = {"parquet": "parquet", "arrow": "ipc", "csv": "csv", "jsonl": "ndjson"}
 """``--format`` values and the format each names."""
 

@@ -11,6 +11,7 @@ from ragframe import io
 from ragframe import schema as c
 from ragframe.cli._common import (
     add_command,
+    add_documents,
     add_stream_options,
     collect,
     one_line_errors,
@@ -50,7 +51,7 @@ def add_experiment(sub: Any) -> None:
         "and the Pareto front against the characters used.",
         epilog=EPILOG,
     )
-    p.add_argument("documents", metavar="DOCUMENTS", help="documents: doc_id, content")
+    add_documents(p)
     p.add_argument("--queries", required=True, metavar="Q", help="queries: query_id, text")
     add_qrels_options(p)
     add_grid_options(p, maximum=True)

@@ -1,4 +1,4 @@
-"""``ragframe retrieve``: arguments, config, run."""
+"""``ragframe retrieve``: arguments, config, run (through the public API, :mod:`ragframe`)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import ragframe as rf
 from ragframe import io
 from ragframe.cli._common import (
     add_command,
@@ -19,14 +20,6 @@ from ragframe.cli._common import (
 )
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.errors import ConfigError
-from ragframe.retrieve import (
-    BM25Index,
-    RetrieveConfig,
-    bm25_index,
-    retrieve,
-    sentence_transformer,
-    unmatched_queries,
-)
 from ragframe.retrieve._index import is_index
 from ragframe.schema import QUERY_ID
 
@@ -80,36 +73,37 @@ def add_retrieve(sub: Any) -> None:
         "texts without a vector column; needs 'pip install ragframe[sentence-transformers]'",
     )
     add_output(p)
-    add_config_options(p, RetrieveConfig)
+    add_config_options(p, rf.RetrieveConfig)
     p.set_defaults(run=run_retrieve)
 
 
-def _chunks(args: argparse.Namespace, config: RetrieveConfig) -> tuple[Any, str]:
+def _chunks(args: argparse.Namespace, config: rf.RetrieveConfig) -> tuple[Any, str]:
     """The chunks (a table or a loaded index) and what happened to the index."""
     if Path(args.chunks).is_dir() and is_index(Path(args.chunks)):
         if args.index:
             raise ConfigError("CHUNKS is an index folder already; --index saves a new one")
-        return BM25Index.load(args.chunks), f"loaded from {args.chunks}"
+        return rf.BM25Index.load(args.chunks), f"loaded from {args.chunks}"
     chunks = io.scan_table(args.chunks)
     if not args.index:
         return chunks, "built"
     if config.methods != ("bm25",):
         raise ConfigError("--index saves a BM25 index: it needs --method bm25")
-    index = bm25_index(chunks, progress=progress(args))
+    index = rf.bm25_index(chunks, progress=progress(args))
     index.save(args.index)
     return index, f"built, saved to {args.index}"
 
 
 def run_retrieve(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``retrieve``; queries that match nothing are counted and named in a warning."""
-    config = config_from_args(RetrieveConfig, args)
+    config = config_from_args(rf.RetrieveConfig, args)
     check_output(args.output)
-    embed = sentence_transformer(args.model) if args.model else None
+    embed = rf.sentence_transformer(args.model) if args.model else None
     with one_line_errors(args.chunks, args.queries):
         chunks, built = _chunks(args, config)
         queries = io.scan_table(args.queries)
-        result = retrieve(chunks, queries, config, embed=embed, progress=progress(args)).collect()
-        missing = unmatched_queries(result, queries).select(QUERY_ID).collect()[QUERY_ID]
+        plan = rf.retrieve(chunks, queries, config, embed=embed, progress=progress(args))
+        result = plan.collect()
+        missing = rf.unmatched_queries(result, queries).select(QUERY_ID).collect()[QUERY_ID]
     write(result, args.output, output_format(args))
     summary: dict[str, Any] = {"queries": result[QUERY_ID].n_unique() + missing.len()}
     summary["rows"] = result.height

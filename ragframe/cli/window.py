@@ -10,6 +10,7 @@ import polars as pl
 from ragframe import io
 from ragframe.cli._common import (
     add_command,
+    add_documents,
     add_output,
     add_partition_size,
     check_output,
@@ -85,7 +86,7 @@ def add_chunk(sub: Any) -> None:
         "empty documents have no chunks). Input columns: doc_id, content (others are "
         "dropped). Output: doc_id, chunk_index, start_char, end_char, text.",
     )
-    parser.add_argument("documents", metavar="DOCUMENTS", help="input table of documents")
+    add_documents(parser)
     _add_window_options(parser)
     add_partition_size(parser, False, CHUNK_TEXT)
     parser.set_defaults(run=run_chunk)

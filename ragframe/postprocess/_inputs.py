@@ -7,6 +7,8 @@ whole-column kernels, raising :class:`~ragframe.errors.DataError` when collected
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
 import polars as pl
 
 from ragframe import schema as c
@@ -15,26 +17,6 @@ from ragframe.errors import SchemaError
 from ragframe.schema import TMP, require_columns, require_kind
 
 OFFSETS = (c.START_CHAR, c.END_CHAR)
-KNOWN = (
-    c.QUERY_ID,
-    c.ENTITY_ID,
-    c.ENTITY_TYPE,
-    c.CHUNK_INDEX,
-    c.SIMILARITY,
-    c.RERANK_SCORE,
-)
-"""Candidate columns used for ranking; ``text`` (and offsets) travel separately."""
-
-OPTIONAL = {c.ENTITY_TYPE: pl.String, c.RERANK_SCORE: pl.Float64}
-"""Optional candidate columns: all null when absent."""
-
-
-def absent(given: pl.Schema) -> list[pl.Expr]:
-    """Null literals for the optional columns the input lacks: added where first needed
-    (on the reachable rows), not carried through the ranking sort."""
-    return [pl.lit(None, dtype=dt).alias(n) for n, dt in OPTIONAL.items() if n not in given]
-
-
 _KINDS = {
     c.QUERY_ID: ("int", "string"),
     c.ENTITY_ID: ("int", "string"),
@@ -46,6 +28,18 @@ _KINDS = {
     c.START_CHAR: ("int",),
     c.END_CHAR: ("int",),
 }
+"""Every candidate column postprocess reads, and the kinds of type each may have."""
+KNOWN = tuple(n for n in _KINDS if n not in (c.TEXT, *OFFSETS))
+"""Candidate columns used for ranking; ``text`` (and offsets) travel separately."""
+
+OPTIONAL = {c.ENTITY_TYPE: pl.String, c.RERANK_SCORE: pl.Float64}
+"""Optional candidate columns: all null when absent."""
+
+
+def absent(given: pl.Schema) -> list[pl.Expr]:
+    """Null literals for the optional columns the input lacks: added where first needed
+    (on the reachable rows), not carried through the ranking sort."""
+    return [pl.lit(None, dtype=dt).alias(n) for n, dt in OPTIONAL.items() if n not in given]
 
 
 _NULL_HINTS = {
@@ -62,20 +56,23 @@ RESERVED = tuple(n for n in c.BLOCK_COLUMNS if n not in (*KNOWN, c.TEXT))
 """Output columns an input column may not be named like (it would be passed through)."""
 
 
+class Naming(TypedDict, total=False):
+    """How :func:`~ragframe._validate.checked`'s error names what failed: ``shown``, the
+    column as the user names it; ``key``, the query id column and its user name (the
+    queries affected are counted and the first named)."""
+
+    shown: str | None
+    key: tuple[str, str] | None
+
+
 def validated(
-    name: str,
-    dtype: pl.DataType | type[pl.DataType],
-    what: str,
-    *,
-    shown: str | None = None,
-    key: tuple[str, str] | None = None,
+    name: str, dtype: pl.DataType | type[pl.DataType], what: str, **naming: Unpack[Naming]
 ) -> pl.Expr:
-    """``name`` cast to ``dtype``, checked when collected (:func:`~ragframe._validate.
-    checked`): nulls in ids and offsets, NaN or infinite scores, ids too large for
-    Int64; the error names the column as the user does (``shown``) and, with ``key``
-    (the query id column and its user name), the queries affected."""
+    """:func:`~ragframe._validate.checked` with postprocess's rule for column ``name``:
+    nulls refused in query ids and offsets (:data:`_PRESENT`), with the hint of
+    :data:`_NULL_HINTS` after what was expected."""
     hint = _NULL_HINTS.get(name, "")
-    return checked(name, dtype, what, shown=shown, key=key, present=name in _PRESENT, hint=hint)
+    return checked(name, dtype, what, **naming, present=name in _PRESENT, hint=hint)
 
 
 def user_names(schema: pl.Schema) -> dict[str, str]:

@@ -23,16 +23,21 @@ _FIELDS = (c.QUERY_ID, c.ENTITY_ID, c.CHUNK_INDEX)
 _CHECK = c.TMP + "missing_text"
 
 
-def message(count: int, queries: int, keys: list[tuple[object, object]]) -> str:
-    """The error: how many candidates (and queries) miss text, and the first keys."""
-    shown = ", ".join(f"({entity!r}, {index!r})" for entity, index in keys[:SHOWN])
-    more = ", ..." if count > SHOWN else ""
-    return (
-        f"chunks: {count} candidate(s) in {queries} query(ies) have no text in the chunk "
-        f"store; first keys (entity_id, chunk_index): [{shown}{more}]; expected a store "
-        "row for every candidate (missing_text='empty' treats them as empty text, "
-        "'drop' drops them)"
-    )
+MESSAGE = (
+    "chunks: {count} candidate(s) in {queries} query(ies) have no text in the chunk store; "
+    "first keys (entity_id, chunk_index): {keys}; expected a store row for every candidate "
+    "(missing_text='empty' treats them as empty text, 'drop' drops them)"
+)
+"""The error: how many candidates (and queries) miss text, and ``keys``, the first
+:data:`SHOWN` (entity_id, chunk_index) keys as a Python list of pairs, ``...`` last where
+there are more (:func:`_first_keys`)."""
+
+
+def _first_keys(keys: pl.DataFrame) -> str:
+    """``keys`` (entity and chunk index columns, in input order) as :data:`MESSAGE`
+    names them: the first :data:`SHOWN` rows' tuples written as Python writes a list."""
+    shown = repr(keys.head(SHOWN).rows())
+    return shown if keys.height <= SHOWN else shown[:-1] + ", ...]"
 
 
 def missing(candidates: pl.LazyFrame) -> pl.LazyFrame:
@@ -51,9 +56,9 @@ def _raise_any(rows: pl.Series) -> pl.Series:
     """Raise the error when there are rows; else all false (nothing to keep)."""
     if len(rows):
         parts = rows.struct.unnest()
-        entity, index = parts[c.ENTITY_ID].head(SHOWN), parts[c.CHUNK_INDEX].head(SHOWN)
-        keys = list(zip(entity, index, strict=True))
-        raise DataError(message(len(rows), parts[c.QUERY_ID].n_unique(), keys))
+        keys = _first_keys(parts.select(c.ENTITY_ID, c.CHUNK_INDEX))
+        queries = parts[c.QUERY_ID].n_unique()
+        raise DataError(MESSAGE.format(count=len(rows), queries=queries, keys=keys))
     return pl.Series(rows.name, [], dtype=pl.Boolean)
 
 

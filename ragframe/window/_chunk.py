@@ -31,12 +31,12 @@ def chunk(documents: Any, config: WindowConfig | Mapping[str, Any]) -> pl.LazyFr
 
     Args:
         documents: one row per document (Polars DataFrame/LazyFrame or pyarrow Table).
-        config: window size and overlap (a :class:`WindowConfig` or a mapping of its
-            fields).
+        config: as for :func:`ragframe.windows`.
 
     Returns:
-        A LazyFrame with ``doc_id``, ``chunk_index`` (0-based), ``start_char``,
-        ``end_char`` (Int64) and ``text``; documents in input order, chunks ascending.
+        A LazyFrame with ``doc_id``, ``chunk_index`` (0-based: the ``window_index`` of
+        :func:`ragframe.windows`), ``start_char``, ``end_char`` (Int64) and ``text``;
+        documents in input order, chunks ascending.
 
     Raises:
         SchemaError: a required column is missing or has the wrong type.

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from ragframe.retrieve._kernels._heap import in_order, push
 from ragframe.retrieve._kernels._jit import decorators
 
 U8 = npt.NDArray[np.uint8]
@@ -76,55 +77,12 @@ def term_peaks(offsets: I64, docs: I32, tfs: I32, norms: U8, cache: F32, terms: 
 
 
 @helper
-def _better(s1: np.float32, d1: np.int32, s2: np.float32, d2: np.int32) -> bool:
-    """Whether (score ``s1``, row ``d1``) ranks above (``s2``, ``d2``): a higher score,
-    then a lower row."""
-    return bool(s1 > s2 or (s1 == s2 and d1 < d2))
-
-
-@helper
-def _sift_down(scores: F32, rows: I32, size: int) -> None:
-    i = 0
-    while True:
-        low, left = i, 2 * i + 1
-        for c in (left, left + 1):
-            if c < size and _better(scores[low], rows[low], scores[c], rows[c]):
-                low = c
-        if low == i:
-            return
-        scores[i], scores[low] = scores[low], scores[i]
-        rows[i], rows[low] = rows[low], rows[i]
-        i = low
-
-
-@helper
-def _push(scores: F32, rows: I32, size: int, s: np.float32, d: np.int32) -> int:
-    """Add (``s``, ``d``) to the heap of the ``size`` best (at most ``len(scores)``),
-    whose root is the worst of them."""
-    if size < scores.shape[0]:
-        i = size
-        scores[i], rows[i] = s, d
-        while i > 0:
-            parent = (i - 1) // 2
-            if not _better(scores[parent], rows[parent], scores[i], rows[i]):
-                break
-            scores[i], scores[parent] = scores[parent], scores[i]
-            rows[i], rows[parent] = rows[parent], rows[i]
-            i = parent
-        return size + 1
-    if _better(s, d, scores[0], rows[0]):
-        scores[0], rows[0] = s, d
-        _sift_down(scores, rows, size)
-    return size
-
-
-@helper
 def _best(acc: F64, rows: I32, n: int, heap_scores: F32, heap_rows: I32) -> int:
     """The best ``len(heap_scores)`` of ``rows[:n]`` by score, as a heap; their count."""
     size = 0
     for j in range(n):
         d = rows[j]
-        size = _push(heap_scores, heap_rows, size, np.float32(acc[d]), d)
+        size = push(heap_scores, heap_rows, size, np.float32(acc[d]), d)
     return size
 
 
@@ -362,9 +320,6 @@ def search(
             )  # fmt: skip
         at = (q - lo) * k
         out_counts[q - lo] = size
-        while size > 0:  # the heap emptied from its worst
-            size -= 1
-            out_docs[at + size] = heap_rows[0]
-            out_scores[at + size] = heap_scores[0]
-            heap_scores[0], heap_rows[0] = heap_scores[size], heap_rows[size]
-            _sift_down(heap_scores, heap_rows, size)
+        in_order(heap_scores, heap_rows, size)
+        out_docs[at : at + size] = heap_rows[:size]
+        out_scores[at : at + size] = heap_scores[:size]
