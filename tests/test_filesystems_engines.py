@@ -304,6 +304,8 @@ def test_an_s3_output_is_checked_before_any_work(bucket: str) -> None:
     target = "s3://rf-no-such-bucket/out"
     with pytest.raises(RagframeError, match=f"cannot write {target}/: .*bucket"):
         rd.postprocess(results, CONFIG, chunks=chunks, output=target)
+    with pytest.raises(RagframeError, match=r"^cannot write s3://: "):  # its buckets
+        rd.postprocess(results, CONFIG, chunks=chunks, output="s3://")  # not "s3:", a path
     client().put_object(Bucket=bucket, Key="mine/notes.txt", Body=b"keep me")
     with pytest.raises(RagframeError, match="holds other files than Parquet parts"):
         rd.postprocess(results, CONFIG, chunks=chunks, output=f"s3://{bucket}/mine")

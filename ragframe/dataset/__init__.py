@@ -30,9 +30,12 @@ written atomically as :mod:`ragframe.io` says. Progress: :mod:`ragframe._progres
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from ragframe._validate import as_config
 from ragframe.dataset._run import (
@@ -44,11 +47,6 @@ from ragframe.dataset._run import (
 from ragframe.errors import ConfigError
 from ragframe.io._unreadable import naming
 from ragframe.partition import ROWS_PER_PARTITION
-
-if TYPE_CHECKING:
-    from ragframe.fetch import FetchConfig
-    from ragframe.postprocess import PostprocessConfig
-    from ragframe.window import WindowConfig
 
 # Each entry imports its stage and runner when called, not here: a command loads only
 # its own stage (``ragframe fetch`` and ``chunk`` never load postprocess or numba).
@@ -67,16 +65,98 @@ __all__ = [
 Path = str | os.PathLike[str]
 
 
-def postprocess_dataset(
-    candidates: Any,
-    destination: Path,
-    config: PostprocessConfig | Mapping[str, Any] | None = None,
-    *,
-    chunks: Any = None,
-    rows_per_partition: int = ROWS_PER_PARTITION,
-    progress: bool | None = None,
-    fmt: str | None = None,
-) -> RunSummary:
+def _options(*, progress: bool | None = None, fmt: str | None = None) -> None:
+    """The options every entry ends with (only the signature is read)."""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One entry, defined once for all three: its stage's single-machine parameters
+    (the ``inputs``, paths or frames; the ``config``; an optional ``side`` input) with
+    ``destination`` after the inputs, then its partition size (``size``, positive) and
+    :func:`_options`; its body opens the inputs, checks the config and calls ``run`` of
+    the runner module (``ragframe.dataset._<stage>``)."""
+
+    stage: str
+    """The runner module: ``ragframe.dataset._<stage>``."""
+    inputs: tuple[str, ...]
+    config: str
+    """The stage's config class (``module.Class``, in ``ragframe``)."""
+    size: tuple[str, int]
+    side: str | None = None
+    optional: bool = True
+    """Whether ``config`` may be left out (the defaults)."""
+
+    def signature(self) -> inspect.Signature:
+        """The entry's parameters, as :mod:`inspect` shows them."""
+        p = inspect.Parameter
+        plain, keyword = p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY
+        taken = [p(name, plain, annotation="Any") for name in (*self.inputs, "destination")]
+        taken[-1] = taken[-1].replace(annotation="Path")
+        config = f"{self.config.rpartition('.')[2]} | Mapping[str, Any]"
+        if self.optional:
+            taken.append(p("config", plain, default=None, annotation=f"{config} | None"))
+        else:
+            taken.append(p("config", plain, annotation=config))
+        if self.side:
+            taken.append(p(self.side, keyword, default=None, annotation="Any"))
+        taken.append(p(self.size[0], keyword, default=self.size[1], annotation="int"))
+        taken += inspect.signature(_options).parameters.values()
+        return inspect.Signature(taken, return_annotation="RunSummary")
+
+    def run(self, given: dict[str, Any]) -> RunSummary:
+        from ragframe.driver._inputs import open_input
+
+        module, _, name = self.config.rpartition(".")
+        kind = getattr(importlib.import_module(f"ragframe.{module}"), name)
+        config = as_config(given["config"], kind)
+        size = _positive(given[self.size[0]], self.size[0])
+        side = given[self.side] if self.side else None
+        with naming(
+            *(given[name] for name in self.inputs), side
+        ):  # a damaged page found when read: its file named
+            opened: list[Any] = [open_input(given[name], name) for name in self.inputs]
+            if self.side:
+                opened.append(open_input(side, self.side) if side is not None else None)
+            runner = importlib.import_module(f"ragframe.dataset._{self.stage}")
+            return runner.run(  # type: ignore[no-any-return]
+                *opened,
+                given["destination"],
+                config,
+                **{self.size[0]: size},
+                progress=given["progress"],
+                fmt=given["fmt"],
+            )
+
+    def function(self, name: str, doc: str) -> Callable[..., RunSummary]:
+        """The entry ``name`` of this module, documented by ``doc``."""
+        signature = self.signature()
+
+        def entry(*args: Any, **kwargs: Any) -> RunSummary:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return self.run(dict(bound.arguments))
+
+        entry.__signature__ = signature  # type: ignore[attr-defined]
+        entry.__name__ = entry.__qualname__ = name
+        entry.__doc__ = doc
+        return entry
+
+
+def _positive(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+postprocess_dataset = _Entry(
+    "postprocess",
+    ("candidates",),
+    "postprocess.PostprocessConfig",
+    ("rows_per_partition", ROWS_PER_PARTITION),
+    side="chunks",
+).function(
+    "postprocess_dataset",
     """:func:`ragframe.postprocess` of a dataset of any size into ``destination``, in
     partitions of whole queries of about ``rows_per_partition`` candidates each.
 
@@ -120,43 +200,17 @@ def postprocess_dataset(
         >>> summary = postprocess_dataset(rows, out, rows_per_partition=2, progress=False)
         >>> summary.partitions, pl.read_parquet(out)["text"].to_list()
         (2, ['a', 'b', 'c'])
-    """
-    from ragframe.dataset import _postprocess
-    from ragframe.driver._inputs import open_input
-    from ragframe.postprocess import PostprocessConfig
+    """,
+)
 
-    cfg = as_config(config, PostprocessConfig)
-    given = open_input(candidates, "candidates")
-    store = open_input(chunks, "chunks") if chunks is not None else None
-    with naming(candidates, chunks):  # a damaged page found when read: its file named
-        return _postprocess.run(
-            given,
-            store,
-            destination,
-            cfg,
-            rows_per_partition=_positive(rows_per_partition, "rows_per_partition"),
-            progress=progress,
-            fmt=fmt,
-        )
-
-
-def _positive(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-    return value
-
-
-def fetch_dataset(
-    requests: Any,
-    documents: Any,
-    destination: Path,
-    config: FetchConfig | Mapping[str, Any] | None = None,
-    *,
-    sizes: Any = None,
-    text_per_partition: int = FETCH_TEXT,
-    progress: bool | None = None,
-    fmt: str | None = None,
-) -> RunSummary:
+fetch_dataset = _Entry(
+    "fetch",
+    ("requests", "documents"),
+    "fetch.FetchConfig",
+    ("text_per_partition", FETCH_TEXT),
+    side="sizes",
+).function(
+    "fetch_dataset",
     """:func:`ragframe.fetch` of every request into ``destination``, in partitions of
     documents holding about ``text_per_partition`` bytes of content each.
 
@@ -194,34 +248,17 @@ def fetch_dataset(
         >>> run = fetch_dataset(reqs, docs, out, {"fulltext_threshold": 10}, progress=False)
         >>> pl.read_parquet(out)["strategy"].to_list()
         ['highlight', 'full']
-    """
-    from ragframe.dataset import _fetch
-    from ragframe.driver._inputs import open_input
-    from ragframe.fetch import FetchConfig
+    """,
+)
 
-    cfg = as_config(config, FetchConfig)
-    with naming(requests, documents, sizes):
-        return _fetch.run(
-            open_input(requests, "requests"),
-            open_input(documents, "documents"),
-            open_input(sizes, "sizes") if sizes is not None else None,
-            destination,
-            cfg,
-            text_per_partition=_positive(text_per_partition, "text_per_partition"),
-            progress=progress,
-            fmt=fmt,
-        )
-
-
-def chunk_dataset(
-    documents: Any,
-    destination: Path,
-    config: WindowConfig | Mapping[str, Any],
-    *,
-    text_per_partition: int = CHUNK_TEXT,
-    progress: bool | None = None,
-    fmt: str | None = None,
-) -> RunSummary:
+chunk_dataset = _Entry(
+    "chunk",
+    ("documents",),
+    "window.WindowConfig",
+    ("text_per_partition", CHUNK_TEXT),
+    optional=False,
+).function(
+    "chunk_dataset",
     """:func:`ragframe.chunk` of every document into ``destination``, reading about
     ``text_per_partition`` bytes of content at a time.
 
@@ -255,18 +292,5 @@ def chunk_dataset(
         ...     text_per_partition=8, progress=False)
         >>> run.partitions, pl.read_parquet(out)["text"].to_list()
         (2, ['abcd', 'cdef', 'efgh', 'ghij', 'xyz'])
-    """
-    from ragframe.dataset import _chunk
-    from ragframe.driver._inputs import open_input
-    from ragframe.window import WindowConfig
-
-    cfg = as_config(config, WindowConfig)
-    with naming(documents):
-        return _chunk.run(
-            open_input(documents, "documents"),
-            destination,
-            cfg,
-            text_per_partition=_positive(text_per_partition, "text_per_partition"),
-            progress=progress,
-            fmt=fmt,
-        )
+    """,
+)

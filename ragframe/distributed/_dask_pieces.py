@@ -27,16 +27,7 @@ import pyarrow as pa
 
 from ragframe import schema as c
 from ragframe.driver._parts import frame
-from ragframe.driver._sources import (
-    ENTITY,
-    PART,
-    is_path,
-    local_table,
-    parquet_files,
-    parquet_rows,
-    parquet_schema,
-    read_parquet,
-)
+from ragframe.driver._sources import ENTITY, PART, is_path, local_table, parquet_input, read_parquet
 from ragframe.partition import ROWS_PER_PARTITION, bucket
 
 Keyed = Callable[[pa.Table, int], pa.Table]
@@ -79,12 +70,11 @@ def pieces_of(source: Any, keyed: Keyed) -> tuple[Pieces, pa.Schema, int | None]
     positions), their schema, and the row count where known without reading."""
     delayed = _delayed()
     if is_path(source):
-        files = parquet_files(source)
-        empty = pl.DataFrame(schema=parquet_schema(files[0])).to_arrow()
+        given = parquet_input(source, keyed)
         read = delayed(read_keyed, pure=False)
-        pieces = [read(path, i, keyed) for i, path in enumerate(files)]
-        schema = keyed(empty, 0).schema
-        return Pieces(pieces, parquet_bytes(files, schema)), schema, sum(parquet_rows(files))
+        pieces = [read(path, i, keyed) for i, path in enumerate(given.files)]
+        nbytes = parquet_bytes(given.files, given.schema)
+        return Pieces(pieces, nbytes), given.schema, given.count
     if isinstance(source, pl.DataFrame | pl.LazyFrame | pa.Table):
         table = local_table(source)
         count = max(1, min(8, table.num_rows // ROWS_PER_PARTITION))

@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 import polars as pl
 
 from ragframe.driver import STAGES, Engine, _gather, run_stage
+from ragframe.driver._commit import check_folder
 from ragframe.driver._run import run_written
 from ragframe.driver._sources import (
     config_of,
@@ -97,6 +98,8 @@ class Public(Generic[R]):
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             given = dict(bound.arguments)
+            if given.get("output") is not None:  # before any input is read, as the CLI
+                given["output"] = check_folder(given["output"])  # (and before the cluster)
             engine = make(**{name: given.pop(name) for name in own})
             return run(engine, given)
 

@@ -17,15 +17,7 @@ import pyarrow as pa
 
 from ragframe.distributed import _ray_tasks as rt
 from ragframe.driver._engine import Empty, Keyed, Rows, Shared, Step, Work, workers_died
-from ragframe.driver._sources import (
-    PART,
-    is_path,
-    local_table,
-    parquet_files,
-    parquet_rows,
-    parquet_schema,
-    require,
-)
+from ragframe.driver._sources import PART, is_path, local_table, parquet_input, require
 from ragframe.errors import RagframeError
 
 
@@ -67,13 +59,12 @@ class RayEngine:
     def rows(self, source: Any, keyed: Keyed) -> Rows:
         ray = self.ray
         if is_path(source):
-            files = parquet_files(source)
-            items = [{"path": f, "number": i} for i, f in enumerate(files)]
-            ds = ray.data.from_items(items, override_num_blocks=len(files)).map_batches(
+            given = parquet_input(source, keyed)
+            items = [{"path": f, "number": i} for i, f in enumerate(given.files)]
+            ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
                 rt.read_batch, batch_size=1, batch_format="pyarrow", fn_kwargs={"keyed": keyed}
             )
-            empty = pl.DataFrame(schema=parquet_schema(files[0])).to_arrow()
-            return Rows(ds, keyed(empty, 0).schema, sum(parquet_rows(files)))
+            return Rows(ds, given.schema, given.count)
         if isinstance(source, pl.DataFrame | pl.LazyFrame | pa.Table):
             table = keyed(local_table(source), 0)
             return Rows(ray.data.from_arrow(table), table.schema, table.num_rows)

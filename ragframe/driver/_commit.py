@@ -47,7 +47,11 @@ def check_folder(target: str | os.PathLike[str]) -> Folder:
         RagframeError: naming ``target`` and what was expected.
     """
     if _filesystems.is_remote(target):
-        uri = os.fspath(target).rstrip("/")
+        given = os.fspath(target)
+        uri = given.rstrip("/")
+        if uri.endswith(":"):  # a scheme alone (``s3://``): no bucket, refused as given
+            _uploads.check(given, directory=True)
+            raise RagframeError(f"cannot write {given}: expected a bucket and a folder in it")
         _uploads.check(f"{uri}/", directory=True)
         return uri
     shown = os.fspath(target)

@@ -61,7 +61,9 @@ def run_stage(
     there and the folder is committed whole; else the outputs (or, ``lazy``, the
     engine's frame of them) are handed back. The input is checked by running the stage
     on an empty partition first, unless ``checked`` (the caller built the stage's whole
-    plan over it already, as the local runs do for their output's schema)."""
+    plan over it already, as the local runs do for their output's schema). The output
+    folder is checked first, before any input is read (as the CLI checks it)."""
+    target = None if output is None else _commit.check_folder(output)
     rows = engine.rows(source, positioned)
     if stage.prepare is not None:
         rows = stage.prepare(engine, rows)
@@ -88,10 +90,9 @@ def run_stage(
     shared = {name: engine.share(value) for name, value in options.items()}
     shared.update(stage=stage.name, store=shared_store)
     store_schema = None if empty_store is None else parts.restored(empty_store).to_arrow().schema
-    if output is None:
+    if target is None:
         result = engine.run(work, own, side, shared, empty if lazy else None)
         return Ran(result, keyed.schema, store_schema, the_plan, empty)
-    target = _commit.check_folder(output)
     with _commit.parts_folder(target) as temp:
         engine.run(work, own, side, {**shared, "folder": os.fspath(temp)}, None)
         _commit.commit(temp, target)

@@ -9,7 +9,8 @@ import glob
 import importlib
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeAlias
@@ -142,6 +143,32 @@ def _footer(path: str) -> Any:
 def parquet_schema(path: str) -> Mapping[str, Any]:
     """The Polars schema of one Parquet file (local or remote), from its footer."""
     return _remote.schema(path) if _remote.is_remote(path) else pl.read_parquet_schema(path)
+
+
+def parquet_empty(path: str) -> pa.Table:
+    """An empty Arrow table of one Parquet file's schema (from its footer)."""
+    return pl.DataFrame(schema=parquet_schema(path)).to_arrow()
+
+
+@dataclass(frozen=True)
+class ParquetInput:
+    """Parquet files as an engine's input, one piece each: the files in read order,
+    each one's row count (from the footers) and a piece's schema through ``keyed``."""
+
+    files: list[str]
+    rows: list[int]
+    schema: pa.Schema
+
+    @property
+    def count(self) -> int:
+        return sum(self.rows)
+
+
+def parquet_input(source: Source, keyed: Callable[[pa.Table, int], pa.Table]) -> ParquetInput:
+    """``source``'s files (:func:`parquet_files`), their rows and a keyed piece's schema,
+    read from the footers on the driver (the engines read the rows on the workers)."""
+    files = parquet_files(source)
+    return ParquetInput(files, parquet_rows(files), keyed(parquet_empty(files[0]), 0).schema)
 
 
 def read_parquet(path: str) -> pa.Table:

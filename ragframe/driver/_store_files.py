@@ -9,10 +9,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import polars as pl
 import pyarrow as pa
 
-from ragframe.driver._sources import parquet_schema, read_parquet
+from ragframe.driver._sources import parquet_empty, read_parquet
 from ragframe.io._unreadable import naming
 
 
@@ -31,7 +30,7 @@ class StoreFiles:
     def empty(self) -> pa.Table:
         """The store's columns, no rows (as a read of the files gives them)."""
         with naming(list(self.files)):
-            return pl.DataFrame(schema=parquet_schema(self.files[0])).to_arrow()
+            return parquet_empty(self.files[0])
 
     def table(self) -> pa.Table:
         """The whole store (on a worker: read once per process)."""
