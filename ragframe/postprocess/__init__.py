@@ -151,8 +151,8 @@ def missing_text_counts(candidates: Frame, chunks: Frame | None) -> pl.LazyFrame
     if chunks is None:
         return pl.LazyFrame({"candidates": [0], "queries": [0]})
     lf, _ = _inputs.canonical(to_lazy(candidates, "candidates"), True, False)
-    store, _, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), lf.collect_schema(), False)
-    return _missing.counts(_missing.missing(_texts.with_store_rows(lf, store, names)))
+    store = _texts.chunk_store(to_lazy(chunks, "chunks"), lf.collect_schema(), False)
+    return _missing.counts(_missing.missing(_texts.with_store_rows(lf, store)))
 
 
 def load_kernels_ahead(rows: int | None = None) -> None:

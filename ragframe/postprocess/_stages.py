@@ -80,9 +80,9 @@ def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) 
     texts: pl.LazyFrame | None = None
     side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())] if chunks is None else []
     if chunks is not None:  # each candidate's row of the store, from one lookup
-        store, _, names = _inputs.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
+        store = _texts.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
         texts = store.cache()  # cached: the lookup, the walks and the merge read it
-        lf = _texts.with_store_rows(lf, texts, names).cache()  # slim and missing read it
+        lf = _texts.with_store_rows(lf, texts).cache()  # slim and missing read it
         if config.missing_text == "drop":
             lf = _missing.present(lf)
         elif config.missing_text == "error":

@@ -25,23 +25,28 @@ from ragframe import schema as c
 from ragframe._arrow import string_addresses
 from ragframe._kernels._buffers import row_views
 from ragframe._kernels._compile import I64, int64s
+from ragframe.postprocess import _inputs
 from ragframe.postprocess._kernels._store import store_rows
-
-_SHIFT = 2**64
-"""The integer store key is entity * 2**64 + (chunk index + 2**63)
-(:func:`ragframe.postprocess._inputs.store_key`)."""
+from ragframe.schema import require_columns, require_kind
 
 
-def store_parts(names: Sequence[str]) -> list[pl.Expr]:
-    """The store's (entity, chunk index) as ``entity_id`` and ``chunk_index``, from its
-    key columns ``names`` (both, or the one integer key)."""
-    if len(names) > 1:
-        return [pl.col(c.ENTITY_ID), pl.col(c.CHUNK_INDEX)]
-    key = pl.col(names[0])
-    return [
-        (key // _SHIFT).cast(pl.Int64).alias(c.ENTITY_ID),
-        (key % _SHIFT - 2**63).cast(pl.Int64).alias(c.CHUNK_INDEX),
-    ]
+def chunk_store(store: pl.LazyFrame, candidates: pl.Schema, offsets: bool) -> pl.LazyFrame:
+    """The chunk store as the lookup reads it, checked at once (its columns and their
+    kinds): ``entity_id`` (as the candidates' type), ``chunk_index``, ``text`` (and the
+    offsets), every row in order. No key is built and no repeat dropped: the lookup
+    (:func:`with_store_rows`) takes the first row of a key that repeats."""
+    store, schema = _inputs._aliased(store)
+    need = [c.ENTITY_ID, c.CHUNK_INDEX, c.TEXT, *(_inputs.OFFSETS if offsets else ())]
+    require_columns(schema, need, "chunks")
+    kind = ("string",) if candidates[c.ENTITY_ID] == pl.String else ("int",)
+    require_kind(schema, c.ENTITY_ID, kind, "chunks")
+    _inputs._check_kinds(schema.__class__({n: schema[n] for n in need[1:]}), "chunks")
+    return store.select(
+        pl.col(c.ENTITY_ID).cast(candidates[c.ENTITY_ID]),
+        pl.col(c.CHUNK_INDEX).cast(pl.Int64),
+        pl.col(c.TEXT).cast(pl.String),
+        *_inputs._offset_exprs(offsets, "chunks"),
+    )
 
 
 def stacked(rows: pl.LazyFrame, texts: pl.LazyFrame, columns: Sequence[pl.Expr]) -> pl.LazyFrame:
@@ -65,17 +70,15 @@ def _looked_up(batch: pl.Series) -> pl.Series:
     return pl.Series(batch.name, found)
 
 
-def with_store_rows(
-    candidates: pl.LazyFrame, store: pl.LazyFrame, names: Sequence[str]
-) -> pl.LazyFrame:
+def with_store_rows(candidates: pl.LazyFrame, store: pl.LazyFrame) -> pl.LazyFrame:
     """``candidates`` (with ``c.T_ROW``, ``entity_id`` and ``chunk_index``), in order,
-    their ``c.T_ROW`` now the row of ``store`` (key columns ``names``) with their key,
-    or -1 (a null entity has none). Only the keys are stacked for the lookup; its
+    their ``c.T_ROW`` now the first row of ``store`` (:func:`chunk_store`) with their
+    key, or -1 (a null entity has none). Only the keys are stacked for the lookup; its
     answer is put beside the candidates (cached: read twice)."""
     given = candidates.cache()
     keys = given.select(c.T_ROW, c.ENTITY_ID, c.CHUNK_INDEX)
     key = pl.struct(c.T_ROW, c.ENTITY_ID, c.CHUNK_INDEX)
-    found = stacked(keys, store, store_parts(names)).select(
+    found = stacked(keys, store, [pl.col(c.ENTITY_ID), pl.col(c.CHUNK_INDEX)]).select(
         key.map_batches(_looked_up, return_dtype=pl.Int64).alias(c.T_ROW)
     )
     order = candidates.collect_schema().names()
