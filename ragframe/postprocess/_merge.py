@@ -21,7 +21,7 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._arrow import consecutive_strings, int64_lists
+from ragframe._arrow import consecutive_strings, int64_lists, strings
 from ragframe._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._budget import TRUNCATE_WINDOW, within_budget
 from ragframe.postprocess._kernels._merge import MergeResult, merge, write_blocks
@@ -200,8 +200,9 @@ def _texts(
     texts: tuple[I64, I64], m: MergeResult, blocks: _Blocks, limit: int | None
 ) -> tuple[pl.Series, I64, Bools]:
     """The blocks' texts (each query's first one cut to ``limit`` code points as rule 10
-    cuts, when longer), written once into buffers of exactly their bytes, and their
-    lengths in code points and whether each was cut."""
+    cuts, when longer), their lengths in code points and whether each was cut: views
+    into the merge's buffer (:attr:`MergeResult.text`) where they hold half its bytes
+    or more, else written once into a buffer of exactly their bytes."""
     chars = m.chars[blocks.rows]
     parts = Texts(
         blocks.rows, blocks.rows + blocks.lengths, np.zeros_like(chars), m.size[blocks.rows]
@@ -213,6 +214,8 @@ def _texts(
         done, kept_chars = truncated(address, length, m.piece, some, limit or 0, TRUNCATE_WINDOW)
         parts.skip[cut], parts.take[cut], chars = done.skip, done.take, chars.copy()
         chars[cut] = kept_chars
+    if len(m.text) and 2 * int(parts.take.sum()) >= len(m.text):
+        return strings(m.text, m.at[blocks.rows] + parts.skip, parts.take), chars, cut
     data, begin = write_blocks(*texts, m.piece, parts)
     return consecutive_strings(data, begin), chars, cut
 
@@ -303,7 +306,7 @@ def _merge_kernel(
         rows_in, texts, n = in_merge_order(found, typed)
         m = merge(
             *texts, rows_in.group_start, rows_in.chunk_index, n.sim, n.rerank, max_gap, cap,
-            n.start_char, n.end_char,
+            n.start_char, n.end_char, in_place=True,
         )  # fmt: skip
         blocks = _ordered(rows_in, m, typed)
         limit = None

@@ -51,13 +51,14 @@ RUN_ORDER = {
     "_walk": f"{__name__}._walk",
     "_ordered_in_segments": f"{__name__}._order",
     "_merge": f"{__name__}._merge",
-    "_write": f"{__name__}._merge",
 }
 """The kernels one postprocess call may run, in the order it first calls them, and the
 kernel file of each (the store lookup's: by entity for a store laid out as chunkers
 write it, else a hash table; the counting sort only for input not grouped by query).
-Rule 10's cut (``_truncations``, only for a first block over the budget) is left to
-the call that needs it: the second process compiles the last kernels first."""
+Rule 10's cut (``_truncations``, only for a first block over the budget) and the
+writer of blocks the merge did not write (``_write``: a budget that drops most of the
+text, or a merge in tokens) are left to the calls that need them: the second process
+compiles the last kernels first."""
 ONLY_SOME_CALLS = frozenset({"_dense_probe", "_table", "_probe", "_grouped_by"})
 """Kernels of :data:`RUN_ORDER` a call runs only for some inputs (a store laid out as
 chunkers write it or not; input not grouped by query): the second process leaves them
@@ -66,6 +67,7 @@ sort for a call that needs one took 24-26 s of CPU in all, against 13-14 s in on
 process, and made the first run slower)."""
 SAMPLE_NEEDS = {"_write": "_merge"}
 """A kernel whose sample runs another kernel first (``_write`` writes the blocks that
-``_merge`` finds): the second process compiles that one first, under its own name."""
+``_merge`` finds): the second process compiles that one first, under its own name
+(where both are in :data:`RUN_ORDER`)."""
 
 _ahead.plan(__name__, RUN_ORDER, ONLY_SOME_CALLS, SAMPLE_NEEDS)

@@ -43,9 +43,10 @@ def _merge(
     by_offsets: bool,
     start_char: F64,
     end_char: F64,
-    part: tuple[int, int, int],
+    part: tuple[int, int, int, int],
     piece: I64,
     blocks: MergeBlocks,
+    written: tuple[U8, I64],
     token_cap: int,
     vocab: Vocab,
     cache: Cache,
@@ -54,7 +55,10 @@ def _merge(
     """Rules 6-8 for the groups of rows ``part[0]:part[1]`` (:data:`MergeRows`), rerank
     scores and offsets NaN where null (offsets as floats: exact below 2**53, and one
     signature whether or not a chunk lacks them); no block is longer than ``part[2]``
-    bytes.
+    bytes. With ``written`` (a text buffer and, per row, a byte position) non-empty,
+    each block's text is built in place in the buffer, the part's blocks one after
+    another from byte ``part[3]``, and each block's first row gets where its text
+    begins: the texts are then written once, as the merge reads the chunks.
 
     Sets per row, in ``piece``, what it adds to its block: its text from that byte
     (0 where it starts a block), or -1 for "\n" + its whole text; and in ``blocks``
@@ -75,14 +79,19 @@ def _merge(
     address, length, group_start, chunk_index, sim, rerank = rows
     starts, block_bytes, block_chars, block_end, block_max = blocks[:5]
     block_sum, block_count, block_rerank = blocks[5:]
-    lo, hi, longest = part
+    lo, hi, longest, at = part
+    out, block_at = written
     in_tokens = token_cap >= 0
     scratch = new_scratch(max(longest, 1) if in_tokens else ZERO)
     nothing = no_pieces()
     tokens = 0  # the current block's count, the count before its last piece, where it starts
     before = 0
     last = ZERO
-    text = np.empty(max(longest, 1), dtype=np.uint8)  # the current block's
+    in_place = len(out) > 0
+    buffer = out if in_place else np.empty(max(longest, 1), dtype=np.uint8)
+    if not in_place:
+        at = ZERO
+    text = buffer[at:]  # the current block's
     widest = longest_text(length)
     nxt = np.empty(widest, dtype=np.uint8)
     tail = np.empty(widest, dtype=np.uint8)
@@ -138,6 +147,11 @@ def _merge(
                 block_chars[b] = chars
                 block_bytes[b] = used
                 block_tokens[b] = tokens
+                if in_place:  # the next block's text after this one's
+                    at += used
+                    text = buffer[at:]
+            if in_place:
+                block_at[r] = at
             starts[r] = True
             piece[r] = 0
             b = r
@@ -210,6 +224,11 @@ class MergeResult(NamedTuple):
     """The largest rerank score merged (NaN: none)."""
     tokens: I64
     """The block text's token count (a merge in tokens; else 0)."""
+    text: U8
+    """With ``in_place``: the blocks' texts, each where :attr:`at` says (else empty)."""
+    at: I64
+    """With ``in_place``: where each block's text begins in :attr:`text` (set on its
+    first row; else empty)."""
 
 
 class NotCounted(Exception):
@@ -229,11 +248,14 @@ def merge(
     start_char: npt.NDArray[np.int64 | np.float64] | None = None,
     end_char: npt.NDArray[np.int64 | np.float64] | None = None,
     tokens: tuple[int, Vocab, CachePool] | None = None,
+    in_place: bool = False,
 ) -> MergeResult:
     """Blocks of every group (see :func:`_merge`); offsets mode when offsets are given;
     the cap in tokens with ``tokens`` (the cap, the vocabulary and its caches), where
     ``cap`` is not read. Every array is in merge order, the texts as addresses and
-    lengths (:func:`ragframe._arrow.string_addresses`).
+    lengths (:func:`ragframe._arrow.string_addresses`). With ``in_place``, every
+    block's text is written as it is merged (:attr:`MergeResult.text`): one read of
+    each chunk's text, where :func:`write_blocks` reads them again.
 
     Returns the blocks as a :class:`MergeResult`. Inputs reach the kernel
     :func:`~._compile.frozen`, outputs fresh: one signature whatever the caller's arrays.
@@ -255,6 +277,9 @@ def merge(
     group_firsts = np.flatnonzero(group_start)
     # a block's text is at most its group's bytes and a newline per chunk
     group_bytes = np.add.reduceat(length + 1, group_firsts) if n else zeros
+    group_at = np.cumsum(group_bytes) - group_bytes  # each group's room in ``out``
+    out = np.empty(int(group_bytes.sum()) if in_place else 0, dtype=np.uint8)
+    block_at = np.zeros(n if in_place else 0, dtype=np.int64)
     piece = np.zeros(n, dtype=np.int64)
     blocks: MergeBlocks = (
         np.zeros(n, dtype=np.bool_),
@@ -271,6 +296,7 @@ def merge(
         lo, hi = part
         within = np.searchsorted(group_firsts, [lo, hi])
         longest = int(group_bytes[within[0] : within[1]].max()) if hi > lo else 0
+        at = int(group_at[within[0]]) if in_place and hi > lo else 0
         with caches.taken() if caches else contextlib.nullcontext(new_cache(1)) as cache:
             _merge(
                 rows,
@@ -278,9 +304,10 @@ def merge(
                 int(cap),
                 by_offsets,
                 *offsets,
-                (lo, hi, longest),
+                (lo, hi, longest, at),
                 piece,
                 blocks,
+                (out, block_at),
                 int(token_cap),
                 vocab,
                 cache,
@@ -290,7 +317,7 @@ def merge(
     in_parts(run, group_firsts, n)
     if tokens is not None and (block_tokens < 0).any():
         raise NotCounted("a text is not ASCII or has a long piece")
-    return MergeResult(blocks[0], piece, *blocks[1:], block_tokens)
+    return MergeResult(blocks[0], piece, *blocks[1:], block_tokens, out, block_at)
 
 
 def write_blocks(address: I64, length: I64, piece: I64, blocks: Texts) -> tuple[U8, I64]:
