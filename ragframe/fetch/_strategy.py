@@ -12,6 +12,7 @@ from ragframe import schema as c
 from ragframe._validate import as_config
 from ragframe.fetch._analysis import ASCII_SPACE, BLANK_CHARS
 from ragframe.fetch._config import FetchConfig
+from ragframe.fetch._passages import first_of_each
 from ragframe.fetch._highlight import (
     check_highlight_inputs,
     doc_id_type,
@@ -56,7 +57,7 @@ def _lengths(
     doc_id_type(schema, doc_schema, "sizes")
     length = _parse_length(pl.col(c.CONTENT_LENGTH), schema[c.CONTENT_LENGTH])
     frame = frame.select(id_column(schema, id_type, "sizes"), length.alias(c.T_CONTENT_LENGTH))
-    return frame.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
+    return frame.filter(first_of_each(c.DOC_ID))
 
 
 def _planned(threshold: int) -> pl.Expr:
@@ -129,7 +130,7 @@ def _prepare(requests: c.Frame, documents: c.Frame) -> _Inputs:
     docs = docs.with_columns(
         id_column(doc_schema, id_type, "documents"), pl.col(c.CONTENT).fill_null("")
     )
-    docs = docs.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
+    docs = docs.filter(first_of_each(c.DOC_ID))
     docs = docs.with_columns(pl.lit(True).alias(c.T_FOUND))
     taken = {*_HEAD, c.QUERY, c.HIGHLIGHT, key}
     own = [n for n in req_schema if n not in taken and not n.startswith(c.TMP)]
