@@ -12,13 +12,13 @@ from ragframe import schema as c
 from ragframe._validate import as_config
 from ragframe.fetch._analysis import ASCII_SPACE, BLANK_CHARS
 from ragframe.fetch._config import FetchConfig
-from ragframe.fetch._passages import first_of_each
 from ragframe.fetch._highlight import (
     check_highlight_inputs,
     doc_id_type,
     id_column,
     passages_per_pair,
 )
+from ragframe.fetch._passages import first_of_each
 
 Strategy = Literal["full", "highlight", "truncated_fallback", "missing"]
 
