@@ -200,7 +200,10 @@ def fetch(
     """
     cfg = as_config(config, FetchConfig)
     inputs = _prepare(requests, documents)
-    req, docs = inputs.requests, inputs.documents
+    docs = inputs.documents
+    # In output order from the start: the joins below keep the left side's order, so no
+    # sort moves the content later (the streaming engine copied every string it sorted).
+    req = inputs.requests.sort([c.T_FIRST_ROW, c.RANK, c.T_ROW], nulls_last=True)
     lengths = _lengths(docs, sizes, inputs.id_type, inputs.doc_schema)
     pairs = req.join(docs, on=c.DOC_ID, how="left", maintain_order="left")
     pairs = pairs.join(lengths, on=c.DOC_ID, how="left", maintain_order="left")
@@ -211,7 +214,6 @@ def fetch(
     found = found.select(c.QUERY, c.DOC_ID, c.HIGHLIGHT)
     pairs = pairs.join(found, on=[c.QUERY, c.DOC_ID], how="left", maintain_order="left")
     pairs = pairs.with_columns(_content_and_strategy(cfg.fulltext_threshold))
-    pairs = pairs.sort([c.T_FIRST_ROW, c.RANK, c.T_ROW], nulls_last=True)
     out = pairs.select(*_HEAD, *inputs.extra)
     return out.rename({c.DOC_ID: inputs.key}) if inputs.key != c.DOC_ID else out
 
