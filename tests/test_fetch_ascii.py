@@ -4,7 +4,10 @@ and as plain Python, in one part or several."""
 
 from __future__ import annotations
 
+import os
+import string
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import polars as pl
@@ -14,7 +17,7 @@ from hypothesis import strategies as st
 
 from ragframe._arrow import content_buffer
 from ragframe._kernels import _compile
-from ragframe.fetch import _terms
+from ragframe.fetch import _classes, _terms
 from ragframe.fetch import _wordbreak as wb
 from ragframe.fetch._classes import HIGH, UNDERSCORE, WORDISH, byte_table, pair_table
 from ragframe.fetch._tokenize import MAX_TOKEN, token_bytes
@@ -29,10 +32,14 @@ ASCII_EDGES = [
     "",
     "wing",
     "WINGSPANNED wingspan Wingspans WINGS_1 wing",
+    "q" * 64,
+    "wing " * 25 + "win",
+    "e.g" * 42 + "ab",
 ]
-"""The ASCII cases of the tokenizer's edge texts, and long tokens (cut every 255)."""
+"""The ASCII cases of the tokenizer's edge texts, long tokens (cut every 255), and texts
+that end a 64-byte block (the kernel's unit) inside a token."""
 
-_ALPHABET = "abAB01_.,:;'\" \n-x"
+_ALPHABET = "abAB01_.,:;'\" \n-x/#"
 
 
 def _frame(texts: list[str], terms: list[str]) -> pl.DataFrame:
@@ -73,6 +80,17 @@ def test_ascii_word_bytes_all_join_pairwise() -> None:
     assert np.flatnonzero(classes == wb.EXTENDNUMLET).tolist() == [UNDERSCORE]
 
 
+def test_ascii_word_and_middle_bytes_are_the_kernels_ranges() -> None:
+    """What the kernel computes by arithmetic on 8 bytes at once: the ASCII word bytes are
+    ``[0-9A-Za-z_]``, and every ASCII middle character is in its middle range."""
+    classes = byte_table()[:HIGH]
+    word = "".join(chr(b) for b in range(HIGH) if WORDISH[classes[b]])
+    assert word == string.digits + string.ascii_uppercase + "_" + string.ascii_lowercase
+    middle = np.flatnonzero(_classes.MIDDLE[classes])
+    first, span = _classes.FIRST_MIDDLE, _classes.MIDDLE_SPAN
+    assert middle.min() >= first and middle.max() < first + span
+
+
 def test_ascii_edges_give_the_numpy_tokenizers_tokens() -> None:
     got, want = _both(ASCII_EDGES, [], every=True)
     assert got == want
@@ -89,14 +107,18 @@ def test_ascii_candidates_equal_the_numpy_filters(terms: list[str]) -> None:
 
 
 @given(
-    st.lists(st.text(alphabet=_ALPHABET, max_size=60), min_size=1, max_size=6),
+    st.lists(st.text(alphabet=_ALPHABET, max_size=200), min_size=1, max_size=6),
     st.lists(st.text(alphabet="abAB01_.'", min_size=1, max_size=10), max_size=4),
 )
 def test_random_ascii_text_equals_the_numpy_path(texts: list[str], terms: list[str]) -> None:
-    got, want = _both(texts, [t.lower() for t in terms])
-    assert got == want
-    got, want = _both(texts, [], every=True)
-    assert got == want
+    """Texts of up to a few 64-byte blocks (the kernel's unit), tokens across blocks;
+    the kernel compiled (and, on these few rows, as plain Python)."""
+    for rows in ("0", str(10**9)):
+        with mock.patch.dict(os.environ, {_compile.PYTHON_ROWS_ENV: rows}):
+            got, want = _both(texts, [t.lower() for t in terms])
+            assert got == want
+            got, want = _both(texts, [], every=True)
+            assert got == want
 
 
 def test_plain_python_form_equals_compiled(monkeypatch: pytest.MonkeyPatch) -> None:

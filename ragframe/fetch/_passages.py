@@ -27,13 +27,21 @@ from ragframe.fetch._terms import candidate_schema, candidate_tokens
 from ragframe.fetch._tokenize import run_schema, text_tokens, tokenize
 
 
+def first_of_each(column: str) -> pl.Expr:
+    """The first row of each value of ``column`` (nulls: one value), rows kept in order:
+    ``unique(subset=column, keep="first", maintain_order=True)`` as a filter. The same
+    rows; but the streaming engine, followed by a join, ran that ``unique`` over the
+    documents' content ~50x slower (19 ms against 0.4 ms on 27 MB of text)."""
+    return pl.col(column).is_first_distinct()
+
+
 def needed_documents(work: pl.LazyFrame, documents: pl.LazyFrame) -> pl.LazyFrame:
     """``doc_id, content, __rf_length`` of the documents ``work`` asks for.
 
     The first row of a repeated ``doc_id`` wins; null content reads as "".
     """
     docs = documents.select(c.DOC_ID, pl.col(c.CONTENT).fill_null(""))
-    docs = docs.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
+    docs = docs.filter(first_of_each(c.DOC_ID))
     docs = docs.join(work.select(c.DOC_ID).unique(), on=c.DOC_ID, how="semi")
     return docs.with_columns(pl.col(c.CONTENT).str.len_chars().cast(pl.Int64).alias(c.T_LENGTH))
 

@@ -18,6 +18,7 @@ from ragframe.fetch._highlight import (
     id_column,
     passages_per_pair,
 )
+from ragframe.fetch._passages import first_of_each
 
 Strategy = Literal["full", "highlight", "truncated_fallback", "missing"]
 
@@ -56,7 +57,7 @@ def _lengths(
     doc_id_type(schema, doc_schema, "sizes")
     length = _parse_length(pl.col(c.CONTENT_LENGTH), schema[c.CONTENT_LENGTH])
     frame = frame.select(id_column(schema, id_type, "sizes"), length.alias(c.T_CONTENT_LENGTH))
-    return frame.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
+    return frame.filter(first_of_each(c.DOC_ID))
 
 
 def _planned(threshold: int) -> pl.Expr:
@@ -129,7 +130,7 @@ def _prepare(requests: c.Frame, documents: c.Frame) -> _Inputs:
     docs = docs.with_columns(
         id_column(doc_schema, id_type, "documents"), pl.col(c.CONTENT).fill_null("")
     )
-    docs = docs.unique(subset=c.DOC_ID, keep="first", maintain_order=True)
+    docs = docs.filter(first_of_each(c.DOC_ID))
     docs = docs.with_columns(pl.lit(True).alias(c.T_FOUND))
     taken = {*_HEAD, c.QUERY, c.HIGHLIGHT, key}
     own = [n for n in req_schema if n not in taken and not n.startswith(c.TMP)]
@@ -199,7 +200,10 @@ def fetch(
     """
     cfg = as_config(config, FetchConfig)
     inputs = _prepare(requests, documents)
-    req, docs = inputs.requests, inputs.documents
+    docs = inputs.documents
+    # In output order from the start: the joins below keep the left side's order, so no
+    # sort moves the content later (the streaming engine copied every string it sorted).
+    req = inputs.requests.sort([c.T_FIRST_ROW, c.RANK, c.T_ROW], nulls_last=True)
     lengths = _lengths(docs, sizes, inputs.id_type, inputs.doc_schema)
     pairs = req.join(docs, on=c.DOC_ID, how="left", maintain_order="left")
     pairs = pairs.join(lengths, on=c.DOC_ID, how="left", maintain_order="left")
@@ -210,7 +214,6 @@ def fetch(
     found = found.select(c.QUERY, c.DOC_ID, c.HIGHLIGHT)
     pairs = pairs.join(found, on=[c.QUERY, c.DOC_ID], how="left", maintain_order="left")
     pairs = pairs.with_columns(_content_and_strategy(cfg.fulltext_threshold))
-    pairs = pairs.sort([c.T_FIRST_ROW, c.RANK, c.T_ROW], nulls_last=True)
     out = pairs.select(*_HEAD, *inputs.extra)
     return out.rename({c.DOC_ID: inputs.key}) if inputs.key != c.DOC_ID else out
 

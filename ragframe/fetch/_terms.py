@@ -30,13 +30,14 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._arrow import content_buffer, string_bytes, strings
+from ragframe._arrow import content_buffer, string_addresses, string_views, strings
 from ragframe.fetch import _wordbreak as wb
 from ragframe.fetch._analysis import java_lower_tokens
 from ragframe.fetch._classes import (
+    FIRST_MIDDLE,
     HIGH,
+    MIDDLE_SPAN,
     UNDERSCORE,
-    WORDISH,
     Ints,
     byte_table,
     chars,
@@ -141,39 +142,43 @@ def _ascii_candidates(
     content: pl.Series, rows: Ints, table: npt.NDArray[np.bool_], bits: int
 ) -> _Block:
     """:func:`_block_candidates` of ASCII-only documents, in one compiled pass
-    (:func:`ragframe.fetch._ascii.ascii_candidates`; bytes are characters there)."""
+    (:func:`ragframe.fetch._ascii.ascii_candidates`; bytes are characters there) that
+    reads them in place; the tokens are views of the same bytes."""
     from ragframe._kernels._compile import frozen  # only for large inputs
 
-    data, doc_bytes = string_bytes(content)
-    word = np.arange(HIGH)[WORDISH[byte_table()[:HIGH]]]
-    params = np.zeros(3 + HIGH, dtype=np.int64)
-    params[:3] = wb.COUNT, UNDERSCORE, MAX_TOKEN
-    params[3 + word] = 1
-    args = (
-        frozen(data, np.uint8),
-        frozen(doc_bytes, np.int64),
+    address, length, cells = string_addresses(content)
+    offsets = np.zeros(length.size + 1, dtype=np.int64)
+    np.cumsum(length, out=offsets[1:])
+    params = np.array(
+        [wb.COUNT, UNDERSCORE, MAX_TOKEN, FIRST_MIDDLE, FIRST_MIDDLE + MIDDLE_SPAN - 1]
+    )
+    hashes = np.concatenate([[_MUL, _MUL_LEN, np.uint64(64 - bits)], _MASKS])
+    docs = (frozen(address, np.int64), frozen(length, np.int64), frozen(offsets, np.int64))
+    tables = (
         frozen(rows, np.int64),
         frozen(byte_table()[:HIGH], np.uint8),
         frozen(triple_table().ravel(), np.bool_),
         frozen(np.packbits(table, bitorder="little"), np.uint8),
         frozen(params, np.int64),
-        frozen([_MUL, _MUL_LEN, np.uint64(64 - bits)], np.uint64),
+        frozen(hashes, np.uint64),
     )
-    cuts = np.searchsorted(doc_bytes, np.linspace(0, data.size, _cpus() + 1)[1:-1])
+    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], _cpus() + 1)[1:-1])
     bounds = np.unique(np.concatenate([[0], cuts, [rows.size]])).tolist()
     if len(bounds) > 2:  # the kernel releases the GIL: one part of the documents per CPU
         with ThreadPoolExecutor(len(bounds) - 1) as pool:
-            parts = list(pool.map(lambda ab: _spans(args, *ab), pairwise(bounds)))
+            parts = list(pool.map(lambda ab: _spans(docs, tables, *ab), pairwise(bounds)))
     else:
-        parts = [_spans(args, 0, rows.size)]
+        parts = [_spans(docs, tables, 0, rows.size)]
     starts = np.concatenate([p[0] for p in parts])
     ends = np.concatenate([p[1] for p in parts])
-    doc = np.searchsorted(doc_bytes, starts, side="right") - 1
+    doc = np.searchsorted(offsets, starts, side="right") - 1
+    start, end = starts - offsets[doc], ends - offsets[doc]
+    at = cells.position[doc] + start
     return _Block(
         rows[doc],
-        strings(data, starts, ends - starts),
-        starts - doc_bytes[doc],
-        ends - doc_bytes[doc],
+        string_views(cells.buffers, cells.source[doc], at, end - start),
+        start,
+        end,
         np.zeros(0, dtype=np.int64),
     )
 
@@ -186,21 +191,22 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _spans(args: tuple[Any, ...], lo: int, hi: int) -> tuple[Ints, Ints]:
-    """Byte start and end of the candidates of documents ``lo`` to ``hi`` (exclusive)
-    of :func:`ragframe.fetch._ascii.ascii_candidates`'s ``args``."""
+def _spans(docs: tuple[Any, ...], tables: tuple[Any, ...], lo: int, hi: int) -> tuple[Ints, Ints]:
+    """Start and end (offsets into the documents end to end) of the candidates of
+    documents ``lo`` to ``hi`` (exclusive) of
+    :func:`ragframe.fetch._ascii.ascii_candidates`'s ``docs`` (addresses, lengths,
+    offsets) and ``tables`` (its other inputs, ``rows`` first)."""
     from ragframe.fetch._ascii import ascii_candidates  # only for large inputs
 
-    data, doc_bytes, rows, classes, triple, slots, params, hashes = args
-    bounds, docs = doc_bytes[lo : hi + 1], rows[lo:hi]
+    address, length, offsets = (a[lo:hi] for a in docs)
+    rows, classes, triple, slots, params, hashes = tables
+    inputs = (address, length, offsets, rows[lo:hi], classes, triple, slots, params, hashes)
 
     def run(starts: Ints, ends: Ints) -> int:
-        found: int = ascii_candidates(
-            data, bounds, docs, classes, triple, slots, params, hashes, starts, ends
-        )
+        found: int = ascii_candidates(*inputs, starts, ends)
         return found
 
-    room = int(doc_bytes[hi] - doc_bytes[lo]) // 16 + 64  # candidates: a few of the tokens
+    room = int(length.sum()) // 16 + 64  # candidates: a few of the tokens
     starts, ends = np.empty(room, np.int64), np.empty(room, np.int64)
     found = run(starts, ends)
     if found > room:  # rarely: more than one per 16 bytes
