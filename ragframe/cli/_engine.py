@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe.cli._common import integer
+from ragframe.cli._common import integer, number
 from ragframe.cli._options import config_from_args
+from ragframe.distributed import _connect
 from ragframe.driver._sources import parquet_files, parquet_schema, refuse_hive, require
 from ragframe.errors import ConfigError, RagframeError
 from ragframe.io import _atomic, _filesystems
@@ -52,6 +53,13 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--partitions", type=integer, metavar="N", help="partitions (default: from the rows)"
     )
+    group.add_argument(
+        "--connect-timeout",
+        type=number,
+        metavar="SECONDS",
+        help="how long --scheduler or --ray-address has to answer before the run fails "
+        f"(default: ${_connect.ENVIRONMENT}, else {_connect.CONNECT_TIMEOUT:g})",
+    )
 
 
 def on_engine(args: argparse.Namespace) -> bool:
@@ -62,6 +70,10 @@ def on_engine(args: argparse.Namespace) -> bool:
         raise ConfigError("--ray-address is for --engine ray")
     if args.partitions is not None and args.partitions < 1:
         raise ConfigError(f"--partitions must be >= 1, got {args.partitions}")
+    if args.connect_timeout is not None and not (args.scheduler or args.ray_address):
+        raise ConfigError("--connect-timeout is for --scheduler or --ray-address")
+    if args.scheduler or args.ray_address:
+        _connect.timeout(args.connect_timeout)  # a bad value: an error before any work
     if args.partitions is not None and args.engine == "local":
         raise ConfigError(
             "--partitions is for --engine dask or ray (the local engine sizes its "
@@ -78,8 +90,11 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
 
         distributed = require("distributed", "dask")
         try:
+            if args.scheduler:  # answering within the timeout, or one error line
+                seconds = _connect.timeout(args.connect_timeout)
+                _connect.reach(args.scheduler, 8786, seconds)
             client = (
-                distributed.Client(args.scheduler)
+                distributed.Client(args.scheduler, timeout=seconds)
                 if args.scheduler
                 else distributed.Client(
                     distributed.LocalCluster(
@@ -111,6 +126,10 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     logging.getLogger("ray.data").setLevel(logging.CRITICAL)
     started = not ray.is_initialized()  # called from Python with Ray running: use it
     try:
+        if started and args.ray_address:  # answering within the timeout, or one error line
+            client = args.ray_address.startswith("ray://")
+            seconds = _connect.timeout(args.connect_timeout)
+            _connect.reach(args.ray_address, 10001 if client else 6379, seconds)
         if started:
             ray.init(  # Ray's notes on starting or connecting: left out, as its logs are
                 address=args.ray_address,
