@@ -17,6 +17,7 @@ BM25: analysis                      :mod:`._analysis` (the StandardTokenizer of
       Parquet), one-byte norms      norm cache :mod:`._norms`
       queries and scoring           :mod:`._bm25`, kernel :mod:`._kernels._search`
 Dense search                        :mod:`._dense`, kernel :mod:`._kernels._topk`
+Top k of either search (ties)       kernel :mod:`._kernels._heap` (one bounded heap)
 Fusion (opt-in)                     :mod:`._fusion`
 Output, unmatched queries           :mod:`._output`
 ==================================  =====================================================
