@@ -220,11 +220,11 @@ def ordered_in_segments(starts: Bools, keys: I64) -> I64:
     return _ordered_in_segments(frozen(starts, np.bool_), frozen(keys, np.int64))
 
 
-@compiled
-def _ordered_in_segments(starts: Bools, keys: I64) -> I64:
-    """:func:`ordered_in_segments` on its inputs as one numba type."""
-    n = len(starts)
-    order = np.arange(n)
+@internal
+def _sort_segments(order: I64, starts: Bools, keys: I64) -> None:
+    """Sort ``order`` within each segment (``starts`` marks their first rows) by the
+    rows of ``keys`` it names, stably, in place."""
+    n = len(order)
     scratch = np.empty(n, dtype=np.int64)
     lo = 0
     while lo < n:
@@ -233,6 +233,13 @@ def _ordered_in_segments(starts: Bools, keys: I64) -> I64:
             hi += 1
         _merge_sorted(order[lo:hi], keys, scratch[lo:hi])
         lo = hi
+
+
+@compiled
+def _ordered_in_segments(starts: Bools, keys: I64) -> I64:
+    """:func:`ordered_in_segments` on its inputs as one numba type."""
+    order = np.arange(len(starts))
+    _sort_segments(order, starts, keys)
     return order
 
 
@@ -257,26 +264,16 @@ def in_segments_of(ranked: I64, starts: Bools, keys: I64, groups: int) -> tuple[
 @compiled
 def _in_segments_of(ranked: I64, starts: Bools, keys: I64, groups: int) -> tuple[I64, Bools]:
     """:func:`in_segments_of` on its inputs as one numba type."""
-    n = len(ranked)
-    order = np.empty(n, dtype=np.int64)
-    for i in range(n):
+    order = np.empty(len(ranked), dtype=np.int64)
+    for i in range(len(ranked)):
         order[i] = ranked[i]
-    scratch = np.empty(n, dtype=np.int64)
-    new = np.empty(n, dtype=np.bool_)
-    lo = 0
-    while lo < n:
-        hi = lo + 1
-        while hi < n and not starts[hi]:
-            hi += 1
-        _merge_sorted(order[lo:hi], keys, scratch[lo:hi])
-        new[lo] = True
-        for i in range(lo + 1, hi):
-            a, b = order[i - 1], order[i]
-            differs = False
-            for k in range(groups):
-                differs = differs or keys[a, k] != keys[b, k]
-            new[i] = differs
-        lo = hi
+    _sort_segments(order, starts, keys)
+    new = np.empty(len(order), dtype=np.bool_)
+    for i in range(len(order)):
+        differs = bool(starts[i])
+        for k in range(groups):
+            differs = differs or keys[order[i - 1], k] != keys[order[i], k]
+        new[i] = differs
     return order, new
 
 
