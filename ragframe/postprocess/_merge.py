@@ -27,6 +27,7 @@ from ragframe.postprocess._budget import TRUNCATE_WINDOW, within_budget
 from ragframe.postprocess._kernels._merge import MergeResult, merge, write_blocks
 from ragframe.postprocess._kernels._order import (
     descending_key,
+    in_segments_of,
     ordered_in_segments,
     rank_order,
 )
@@ -79,33 +80,29 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     """
     rank = parts[c.T_RANK].to_numpy()
     ranked = rank_order(rank)
-    query = parts[c.QUERY_ID].gather(pl.Series(ranked))  # text would be costly to gather
-    if not query.is_sorted():  # c.T_RANK is a place in a ranking sorted by query
+    query = parts[c.QUERY_ID]
+    if query.dtype.is_integer():
+        ids = query.to_numpy()[ranked]
+        starts = np.r_[True, ids[1:] != ids[:-1]] if len(ids) else np.zeros(0, dtype=np.bool_)
+        in_order = bool(np.all(ids[1:] >= ids[:-1]))
+    else:  # text would be costly to gather
+        query = query.gather(pl.Series(ranked))
+        starts = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
+        in_order = query.is_sorted()
+    if not in_order:  # c.T_RANK is a place in a ranking sorted by query
         raise RuntimeError("internal error: ranks out of query order in the merge kernel")
 
     def code(name: str) -> npt.NDArray[np.int64]:
         column = parts[name]
         if column.dtype == pl.String:
             column = column.rank("dense")
-        return column.cast(pl.Int64).to_numpy()[ranked]
+        return column.cast(pl.Int64).to_numpy()
 
-    starts = query.ne_missing(query.shift(1)).fill_null(True).to_numpy()
     group = [c.T_ENTITY, *([c.T_TYPE] if typed else [])]
-    keys = np.column_stack([code(name) for name in [*group, c.CHUNK_INDEX, c.T_RANK]])
-    keys = keys.astype(np.int64, copy=False).reshape(len(ranked), len(group) + 2)
-    within = ordered_in_segments(starts, keys)
-    keys = keys[within]  # queries stay where they are: ``starts`` still marks them
-    group_start = starts.copy()
-    for k in range(len(group)):
-        group_start[1:] |= keys[1:, k] != keys[:-1, k]
-    return MergeOrder(
-        ranked[within],
-        starts,
-        group_start,
-        keys[:, 0].copy(),
-        keys[:, -2].copy(),
-        keys[:, -1].copy(),
-    )
+    keys = np.column_stack([code(name) for name in [*group, c.CHUNK_INDEX]] + [rank])
+    order, group_start = in_segments_of(ranked, starts, keys, len(group))
+    keys = keys[order]  # queries stay where they are: ``starts`` still marks them
+    return MergeOrder(order, starts, group_start, keys[:, 0], keys[:, -2], keys[:, -1])
 
 
 def _rule9_order(

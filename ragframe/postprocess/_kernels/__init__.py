@@ -49,8 +49,9 @@ RUN_ORDER = {
     "_places": f"{__name__}._order",
     "_row_views": "ragframe._kernels._buffers",
     "_walk": f"{__name__}._walk",
-    "_ordered_in_segments": f"{__name__}._order",
+    "_in_segments_of": f"{__name__}._order",
     "_merge": f"{__name__}._merge",
+    "_ordered_in_segments": f"{__name__}._order",
 }
 """The kernels one postprocess call may run, in the order it first calls them, and the
 kernel file of each (the store lookup's: by entity for a store laid out as chunkers

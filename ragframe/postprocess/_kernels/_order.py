@@ -220,11 +220,11 @@ def ordered_in_segments(starts: Bools, keys: I64) -> I64:
     return _ordered_in_segments(frozen(starts, np.bool_), frozen(keys, np.int64))
 
 
-@compiled
-def _ordered_in_segments(starts: Bools, keys: I64) -> I64:
-    """:func:`ordered_in_segments` on its inputs as one numba type."""
-    n = len(starts)
-    order = np.arange(n)
+@internal
+def _sort_segments(order: I64, starts: Bools, keys: I64) -> None:
+    """Sort ``order`` within each segment (``starts`` marks their first rows) by the
+    rows of ``keys`` it names, stably, in place."""
+    n = len(order)
     scratch = np.empty(n, dtype=np.int64)
     lo = 0
     while lo < n:
@@ -233,7 +233,48 @@ def _ordered_in_segments(starts: Bools, keys: I64) -> I64:
             hi += 1
         _merge_sorted(order[lo:hi], keys, scratch[lo:hi])
         lo = hi
+
+
+@compiled
+def _ordered_in_segments(starts: Bools, keys: I64) -> I64:
+    """:func:`ordered_in_segments` on its inputs as one numba type."""
+    order = np.arange(len(starts))
+    _sort_segments(order, starts, keys)
     return order
+
+
+def in_segments_of(ranked: I64, starts: Bools, keys: I64, groups: int) -> tuple[I64, Bools]:
+    """The rows ``ranked`` (each segment's, ``starts`` marking their first) ordered by the
+    columns of ``keys`` (``keys[row]``, rows as ``ranked`` names them: not gathered)
+    within each segment, stably, and whether each starts a segment or differs from the
+    row before it in the first ``groups`` columns (rule 5's group starts).
+
+    Example:
+        >>> import numpy as np
+        >>> keys, one = np.array([[7, 1], [3, 0], [7, 0]]), np.array([True, False, False])
+        >>> order, new = in_segments_of(np.array([0, 1, 2]), one, keys, 1)
+        >>> order.tolist(), new.tolist()
+        ([1, 2, 0], [True, True, False])
+    """
+    return _in_segments_of(
+        frozen(ranked, np.int64), frozen(starts, np.bool_), frozen(keys, np.int64), int(groups)
+    )
+
+
+@compiled
+def _in_segments_of(ranked: I64, starts: Bools, keys: I64, groups: int) -> tuple[I64, Bools]:
+    """:func:`in_segments_of` on its inputs as one numba type."""
+    order = np.empty(len(ranked), dtype=np.int64)
+    for i in range(len(ranked)):
+        order[i] = ranked[i]
+    _sort_segments(order, starts, keys)
+    new = np.empty(len(order), dtype=np.bool_)
+    for i in range(len(order)):
+        differs = bool(starts[i])
+        for k in range(groups):
+            differs = differs or keys[order[i - 1], k] != keys[order[i], k]
+        new[i] = differs
+    return order, new
 
 
 @sample("_grouped_by")
@@ -253,3 +294,10 @@ def _sample_places() -> None:
 def _sample() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
     ordered_in_segments(np.ones(1, dtype=np.bool_), np.zeros((1, 1), dtype=np.int64))
+
+
+@sample("_in_segments_of")
+def _sample_segments_of() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    yes, i64 = np.ones(1, dtype=np.bool_), np.zeros(1, dtype=np.int64)
+    in_segments_of(i64, yes, np.zeros((1, 1), dtype=np.int64), 1)
