@@ -130,8 +130,7 @@ def postprocess(
     """
     config = as_config(config, PostprocessConfig)
     prepared = _stages.prepare(candidates, chunks, config)  # inputs, text source
-    kept = _stages.select(prepared, config)  # rules 1-4
-    blocks = _stages.merge(prepared, kept, config, budgeted=True)  # rules 5-10
+    blocks = _stages.blocks(prepared, config)  # rules 1-4, then 5-10 on the rows kept
     return _stages.finish(prepared, blocks)  # missing text: an error by default
 
 

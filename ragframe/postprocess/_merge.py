@@ -279,40 +279,39 @@ def in_merge_order(found: RowTexts, typed: bool) -> tuple[MergeOrder, tuple[I64,
     return rows_in, (found.address[order], found.length[order]), numbers
 
 
-def _merge_kernel(
-    max_gap: int,
-    cap: int,
-    by_offsets: bool,
-    first: dict[str, str],
-    typed: bool,
-    budget: tuple[int, int] | None,
-    in_source: bool,
-) -> Callable[[pl.Series], pl.Series]:
-    """Rules 5-9 over whole columns (see :func:`ragframe.postprocess._kernels._merge.merge`),
-    and rule 10 with ``budget`` (``max_blocks``, ``max_characters``): rows in any order
-    (:func:`merge_order`), their texts read in place (``in_source``: from the text
-    source after them, :func:`ragframe.postprocess._texts.row_texts`). Numbers are
-    gathered into merge order here; the kernel reads each chunk's text through the
-    order. Returns one row per block (each the budget keeps), in rule 9's order
-    (:func:`_rule9_order`): see :func:`_frame`. Only the texts of the blocks returned
-    are written."""
+def _blocks_of(found: RowTexts, max_gap: int, cap: int, first: dict[str, str], typed: bool,
+               budget: tuple[int, int] | None) -> pl.DataFrame:  # fmt: skip
+    """Rules 5-9 (see :func:`ragframe.postprocess._kernels._merge.merge`), and rule 10
+    with ``budget`` (``max_blocks``, ``max_characters``), on rows in any order
+    (:func:`merge_order`) whose texts are ``found``
+    (:func:`ragframe.postprocess._texts.row_texts`). Numbers are gathered into merge
+    order here; the kernel reads each chunk's text through the order. Returns one row
+    per block (each the budget keeps), in rule 9's order (:func:`_rule9_order`): see
+    :func:`_frame`. Only the texts of the blocks returned are written."""
+    parts = found.rows
+    rows_in, texts, n = in_merge_order(found, typed)
+    m = merge(
+        *texts, rows_in.group_start, rows_in.chunk_index, n.sim, n.rerank, max_gap, cap,
+        n.start_char, n.end_char, in_place=True,
+    )  # fmt: skip
+    blocks = _ordered(rows_in, m, typed)
+    limit = None
+    if budget is not None:
+        limit = budget[1]
+        blocks = _kept(blocks, within_budget(blocks.block_rank, blocks.running, *budget))
+    written = _texts(texts, m, blocks, limit)
+    return _frame(parts, rows_in, m, blocks, written, first)
+
+
+def _merge_kernel(max_gap: int, cap: int, by_offsets: bool, first: dict[str, str], typed: bool,
+                  budget: tuple[int, int] | None, in_source: bool,
+                  ) -> Callable[[pl.Series], pl.Series]:  # fmt: skip
+    """:func:`_blocks_of` over whole columns, their texts read in place (``in_source``:
+    from the text source after them, :func:`ragframe.postprocess._texts.row_texts`)."""
 
     def kernel(batch: pl.Series) -> pl.Series:
         found = row_texts(batch.struct.unnest(), in_source, by_offsets)
-        parts = found.rows
-        rows_in, texts, n = in_merge_order(found, typed)
-        m = merge(
-            *texts, rows_in.group_start, rows_in.chunk_index, n.sim, n.rerank, max_gap, cap,
-            n.start_char, n.end_char, in_place=True,
-        )  # fmt: skip
-        blocks = _ordered(rows_in, m, typed)
-        limit = None
-        if budget is not None:
-            limit = budget[1]
-            blocks = _kept(blocks, within_budget(blocks.block_rank, blocks.running, *budget))
-        written = _texts(texts, m, blocks, limit)
-        del found  # the buffers the addresses point into lived until here
-        return _frame(parts, rows_in, m, blocks, written, first).to_struct(batch.name)
+        return _blocks_of(found, max_gap, cap, first, typed, budget).to_struct(batch.name)
 
     return kernel
 

@@ -1,28 +1,31 @@
 """Selection half of ``postprocess``: ranking, distinct top-K, adaptive threshold.
 
-SPEC 1, rules 1-4, for every query at once. Ranking, the reachable prefix, the text
-join and the threshold are Polars expressions. The walk "skip a candidate repeated by
-an already-selected chunk, stop at top_k" runs in a compiled kernel
-(:func:`ragframe.postprocess._kernels._walk.walk`) over the reachable prefix: the
-prefix of each query's
-ranking that the walk can reach before top_k chunks are surely selected (the first
-candidate of an entity cannot be a repeat, whatever the text says). Only that prefix
-can need text, and it is joined in two passes: first to each query's first
-:func:`first_pass_width` candidates, then to the whole prefix of the few queries those
-do not fill.
+SPEC 1, rules 1-4, for every query at once, in one map over whole columns
+(:func:`selection`): the candidates, then the text source's rows (the chunk store's,
+or none for inline text), so each candidate's text is read in place. Ranking is a
+compiled pass (:func:`ragframe.postprocess._rank.ranking`); the walk "skip a candidate
+repeated by an already-selected chunk, stop at top_k" a compiled kernel
+(:func:`ragframe.postprocess._kernels._walk.walk`); the threshold and the rest are
+Polars expressions on the rows walked. The walk runs in two passes: first over each
+query's first :func:`first_pass_width` candidates, then, only where some query needs
+it (decided from the first pass's counts), over the reachable prefix
+(:func:`_reachable`) of the few queries those do not fill.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import polars as pl
 
 from ragframe import schema as c
+from ragframe._kernels._buffers import row_views
+from ragframe._kernels._compile import int64s
 from ragframe.postprocess._kernels._walk import walk
 from ragframe.postprocess._rank import ranking
-from ragframe.postprocess._texts import row_texts, stacked
+from ragframe.postprocess._texts import stacked
 
 FIRST_PASS = 1.5
 """The first walk takes each query's first ``FIRST_PASS * top_k`` candidates: room for
@@ -35,42 +38,20 @@ def first_pass_width(top_k: int) -> int:
     return max(top_k, int(FIRST_PASS * top_k))
 
 
-def _scored(lf: pl.LazyFrame) -> pl.LazyFrame:
-    """The similarity as rule 1 reads it (null: 0.0), as ``c.T_SIM``."""
-    sim = pl.col(c.SIMILARITY).fill_null(0.0).alias(c.T_SIM)
-    return lf.with_columns(sim).drop(c.SIMILARITY)
+Rows = TypeVar("Rows", pl.DataFrame, pl.LazyFrame)
 
 
-def _ranking_kernel(width: int, head: int | None) -> Callable[[pl.Series], pl.Series]:
-    """:func:`ragframe.postprocess._rank.ranking` over whole columns."""
-
-    def kernel(batch: pl.Series) -> pl.Series:
-        parts = batch.struct.unnest()
-        placed = ranking(parts[c.QUERY_ID], parts[c.RANKING_SCORE].to_numpy(), width, head)
-        columns = {c.T_RANK: placed.rank, c.T_POSITION: placed.position, c.T_MORE: placed.more}
-        return pl.DataFrame(columns).to_struct(batch.name)
-
-    return kernel
+def _score(schema: pl.Schema) -> pl.Expr:
+    """Rule 1's ranking score, as ``c.RANKING_SCORE``: the rerank score where given,
+    else the similarity (null: 0.0)."""
+    sim = pl.col(c.SIMILARITY).fill_null(0.0)
+    score = pl.coalesce(c.RERANK_SCORE, sim) if c.RERANK_SCORE in schema else sim
+    return score.alias(c.RANKING_SCORE)
 
 
-def _placed(lf: pl.LazyFrame, width: int, head: int | None = None) -> pl.LazyFrame:
-    """Rules 1-2 on scored rows (:func:`_scored`) in any order, without reordering them:
-    each row's place in the whole ranking (``c.T_RANK``: queries ascending, each in its
-    order), in its query's (``c.T_POSITION``) and whether its query has more than
-    ``width`` rows (``c.T_MORE``); with ``head``, only each query's first ``head`` rows
-    are placed (:func:`ragframe.postprocess._rank.ranking`)."""
-    reranked = c.RERANK_SCORE in lf.collect_schema()
-    score = pl.coalesce(c.RERANK_SCORE, c.T_SIM) if reranked else pl.col(c.T_SIM)
-    dtype = pl.Struct({c.T_RANK: pl.Int64, c.T_POSITION: pl.Int64, c.T_MORE: pl.Boolean})
-    places = pl.struct(c.QUERY_ID, score.alias(c.RANKING_SCORE)).map_batches(
-        _ranking_kernel(width, head), return_dtype=dtype
-    )
-    return lf.with_columns(places.alias(c.T_KERNEL)).unnest(c.T_KERNEL)
-
-
-def _started(lf: pl.LazyFrame) -> pl.LazyFrame:
+def _started(rows: Rows) -> Rows:
     """Mark each query's first row in its order (``c.T_START``)."""
-    return lf.with_columns((pl.col(c.T_POSITION) == 0).alias(c.T_START))
+    return rows.with_columns((pl.col(c.T_POSITION) == 0).alias(c.T_START))
 
 
 def entity_key(typed: bool) -> list[str]:
@@ -85,7 +66,7 @@ def _since_start(running: pl.Expr) -> pl.Expr:
     return running - pl.when(c.T_START).then(running).forward_fill()
 
 
-def _reachable(ranked: pl.LazyFrame, top_k: int, typed: bool) -> pl.LazyFrame:
+def _reachable(ranked: Rows, top_k: int, typed: bool) -> Rows:
     """Keep the prefix of each query's order that the walk can reach (rows of whole
     queries, in ranking order).
 
@@ -106,57 +87,45 @@ def _reachable(ranked: pl.LazyFrame, top_k: int, typed: bool) -> pl.LazyFrame:
     )
 
 
-def _walk_kernel(top_k: int, in_source: bool) -> Callable[[pl.Series], pl.Series]:
-    """Rule 3 as a kernel over whole columns: per row, whether the walk selects it, and
-    (on every row of its query) how many chunks the query selects and the best
-    similarity among them. ``in_source``: the batch is the rows, then the text
-    source's (:func:`ragframe.postprocess._texts.stacked`); those get no answer."""
+class Rules(NamedTuple):
+    """What the selection reads besides the rows."""
 
-    def kernel(batch: pl.Series) -> pl.Series:
-        found = row_texts(batch.struct.unnest(), in_source)
-        parts = found.rows
-        selected, count, best = walk(
-            found.address,
-            found.length,
-            parts[c.T_RANK].to_numpy(),
-            parts[c.T_START].to_numpy(),
-            parts[c.T_SIM].to_numpy(),
-            parts[c.ENTITY_ID],
-            parts[c.ENTITY_TYPE],
-            parts[c.T_HASH].to_numpy().view(np.int64),
-            top_k,
-        )
-        del found  # the texts were read in place until here
-        columns = {c.T_SELECTED: selected, c.T_COUNT: count, c.T_BEST: best}
-        rest = batch.len() - len(selected)
-        return pl.DataFrame(columns).extend(pl.DataFrame(columns).clear(rest)).to_struct(batch.name)
-
-    return kernel
+    top_k: int
+    min_similarity: float
+    typed: bool
+    """Whether the input has an ``entity_type`` column (else every type is null)."""
+    zero: int | str
+    """What a null entity reads as in the group key."""
+    absent: Sequence[pl.Expr]
+    """Null literals for the optional columns the input lacks."""
 
 
-def _walked(
-    rows: pl.LazyFrame, texts: pl.LazyFrame | None, top_k: int, typed: bool
-) -> pl.LazyFrame:
-    """Rule 3 over rows in any order (whole queries, each a prefix of its ranking), their
-    texts read in place (from ``texts``, the chunk store, or their own ``text``): the
-    rows with ``c.T_WALK``, a struct of ``c.T_SELECTED``, ``c.T_COUNT``, ``c.T_BEST``."""
-    inputs = pl.struct(
-        c.T_ROW,
-        c.TEXT,
-        c.T_RANK,
-        c.T_START,
-        c.T_SIM,
-        c.ENTITY_ID,
-        c.ENTITY_TYPE,
-        pl.struct(*entity_key(typed)).hash().alias(c.T_HASH),
+def _walked(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
+    """Rule 3 over ``rows`` (whole queries, each a prefix of its ranking, with
+    ``c.T_RANK`` and ``c.T_START``), each one's text the row ``c.T_ROW`` of ``text``
+    (-1: none), read in place: the rows with ``c.T_SELECTED``, and on every row of a
+    query, how many chunks it selects (``c.T_COUNT``) and their best similarity
+    (``c.T_BEST``)."""
+    address, length, alive = row_views(text, int64s(rows[c.T_ROW]))
+    typed = rules.typed
+    hashes = rows.select(pl.struct(*entity_key(typed)).hash()).to_series()
+    types = (
+        rows[c.ENTITY_TYPE] if typed else pl.repeat(None, rows.height, dtype=pl.String, eager=True)
     )
-    dtype = pl.Struct({c.T_SELECTED: pl.Boolean, c.T_COUNT: pl.Int64, c.T_BEST: pl.Float64})
-    walk_ = inputs.map_batches(_walk_kernel(top_k, texts is not None), return_dtype=dtype)
-    if texts is None:
-        return rows.with_columns(walk_.alias(c.T_WALK))
-    both = stacked(rows, texts, [pl.col(c.TEXT)]).with_columns(walk_.alias(c.T_WALK))
-    # cached before the filter: a consumer's filter pushed into it would walk again
-    return both.cache().filter(pl.col(c.T_ROW).is_not_null())
+    selected, count, best = walk(
+        address,
+        length,
+        rows[c.T_RANK].to_numpy(),
+        rows[c.T_START].to_numpy(),
+        rows[c.T_SIM].to_numpy(),
+        rows[c.ENTITY_ID],
+        types,
+        hashes.to_numpy().view(np.int64),
+        rules.top_k,
+    )
+    del alive  # the texts were read in place until here
+    found = {c.T_SELECTED: selected, c.T_COUNT: count, c.T_BEST: best}
+    return rows.with_columns(pl.Series(name, values) for name, values in found.items())
 
 
 def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.Expr:
@@ -175,6 +144,120 @@ def group_key(zero: int | str, typed: bool) -> list[pl.Expr]:
     ]
 
 
+def _keep(rules: Rules) -> pl.Expr:
+    """Rule 4 on walked rows (:func:`_walked`): selected, and at or above the query's
+    threshold, or (the fallback) the query's first candidate when the best selected
+    similarity is below it."""
+    t = threshold_expr(pl.col(c.T_COUNT), rules.top_k, rules.min_similarity)
+    fallback = pl.col(c.T_START) & (pl.col(c.T_BEST) < t)
+    return pl.col(c.T_SELECTED) & ((pl.col(c.T_SIM) >= t) | fallback)
+
+
+def _walked_again(
+    rows: pl.DataFrame, short: pl.DataFrame, text: pl.Series, rules: Rules, width: int
+) -> pl.DataFrame:
+    """The second pass: the queries of ``short`` (each with its first row's rank in the
+    whole ranking, ``c.T_BASE``) ranked again in full, in input order (the ranking's
+    tie-break), and walked over their reachable prefix. A row's rank in the whole
+    ranking is its query's first rank plus its position in the query."""
+    rest = rows.filter(pl.col(c.QUERY_ID).is_in(short[c.QUERY_ID].implode()))
+    places = ranking(rest[c.QUERY_ID], rest[c.RANKING_SCORE].to_numpy(), width)
+    rest = rest.with_columns(pl.Series(c.T_POSITION, places.position)).join(
+        short, on=c.QUERY_ID, how="left", maintain_order="left"
+    )
+    rest = rest.with_columns((pl.col(c.T_BASE) + pl.col(c.T_POSITION)).alias(c.T_RANK))
+    reach = _reachable(_started(rest.sort(c.T_RANK)), rules.top_k, rules.typed)
+    return _walked(reach.drop(c.T_BASE), text, rules)
+
+
+def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
+    """Rules 1-4 over ``rows`` (the canonical candidates of whole queries, in input
+    order, each with ``c.RANKING_SCORE`` (:func:`_score`), ``c.T_SIM`` and
+    ``c.T_ROW``, its text's row of ``text``): the rows each query keeps, in any order,
+    with ``c.T_RANK`` (the row's place in the whole ranking: queries ascending, each in
+    its order), ``c.T_START``, the group key (:func:`group_key`) and the optional
+    columns the input lacks.
+
+    The first pass walks each query's first :func:`first_pass_width` candidates (found
+    without sorting: :func:`ragframe.postprocess._rank.ranking` with a head): where it
+    selects top_k of them, the walk stops there whatever follows, as it does unless
+    repeats are common. The second walks again only the queries the first did not fill
+    and that have more candidates, when there are any (:func:`_walked_again`).
+    """
+    width = first_pass_width(rules.top_k)
+    places = ranking(rows[c.QUERY_ID], rows[c.RANKING_SCORE].to_numpy(), width, head=width)
+    in_head = places.position < width
+    head = np.flatnonzero(in_head)  # a filter, not a gather: that copies texts in chunks
+    first = rows.filter(pl.Series(in_head)).with_columns(
+        pl.Series(c.T_RANK, places.rank[head]),
+        pl.Series(c.T_START, places.position[head] == 0),
+    )
+    first = _walked(first.with_columns(pl.Series(c.T_MORE, places.more[head])), text, rules)
+    # the queries the first pass leaves short of top_k that have more candidates
+    unfilled = pl.col(c.T_MORE) & (pl.col(c.T_COUNT) < rules.top_k)
+    keep = _keep(rules)
+    done = first.filter(keep & ~unfilled)
+    columns = [*rows.columns, c.T_RANK, c.T_START]
+    short = first.filter(pl.col(c.T_START) & unfilled)
+    if short.height:  # decided from the counts: most runs never walk again
+        short = short.select(c.QUERY_ID, pl.col(c.T_RANK).alias(c.T_BASE))
+        again = _walked_again(rows, short, text, rules, width).filter(keep)
+        done = pl.concat([done.select(columns), again.select(columns)])
+    return done.select(*columns, *group_key(rules.zero, rules.typed), *rules.absent).drop(
+        c.RANKING_SCORE
+    )
+
+
+def kept_schema(rows: pl.Schema, rules: Rules) -> pl.Schema:
+    """The columns :func:`selected` gives for rows with columns ``rows``."""
+    empty = pl.LazyFrame(schema=rows).with_columns(
+        pl.lit(0, dtype=pl.Int64).alias(c.T_RANK), pl.lit(False).alias(c.T_START)
+    )
+    return (
+        empty.select(pl.all(), *group_key(rules.zero, rules.typed), *rules.absent)
+        .drop(c.RANKING_SCORE)
+        .collect_schema()
+    )
+
+
+def selection_rows(
+    slim: pl.LazyFrame, texts: pl.LazyFrame | None, side: Sequence[str] = (c.TEXT,)
+) -> pl.LazyFrame:
+    """What :func:`selected` reads, as one frame: the candidates of ``slim`` (each with
+    ``c.T_ROW``) with ``c.RANKING_SCORE`` and ``c.T_SIM`` (similarity read as rule 1
+    reads it, null: 0.0), followed by the text source's columns ``side`` (the chunk
+    store's rows; none for inline text, which the candidates carry). Not side by
+    side: the streaming engine refuses frames of unequal lengths there."""
+    scored = slim.with_columns(
+        _score(slim.collect_schema()), pl.col(c.SIMILARITY).fill_null(0.0).alias(c.T_SIM)
+    ).drop(c.SIMILARITY)
+    return scored if texts is None else stacked(scored, texts, [pl.col(n) for n in side])
+
+
+def rows_and_text(
+    parts: pl.DataFrame, side: Sequence[str] | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A batch of :func:`selection_rows`: the candidates, and the text source's rows
+    (``side``: its columns, stacked below the candidates; None: inline text, the
+    candidates themselves, each one's ``c.T_ROW`` then its row of the batch)."""
+    if side is None:
+        at = pl.int_range(parts.height).cast(parts.schema[c.T_ROW])
+        rows = parts.with_columns(at.alias(c.T_ROW))
+        return rows, rows
+    n = parts.height - parts[c.T_ROW].null_count()  # the store's rows have no T_ROW
+    return parts.drop(side).head(n), parts.select(side).slice(n)
+
+
+def _selection_kernel(rules: Rules, in_source: bool) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """:func:`selected` over a batch of :func:`selection_rows`."""
+
+    def kernel(batch: pl.DataFrame) -> pl.DataFrame:
+        rows, source = rows_and_text(batch, [c.TEXT] if in_source else None)
+        return selected(rows, source[c.TEXT], rules)
+
+    return kernel
+
+
 def kept_chunks(
     slim: pl.LazyFrame,
     texts: pl.LazyFrame | None,
@@ -186,57 +269,18 @@ def kept_chunks(
 ) -> pl.LazyFrame:
     """Rules 1-4: the chunks each query keeps, with helper columns, in any order:
     ``c.T_RANK``, each row's place in the whole ranking, orders them (queries
-    ascending, each in ranking order).
+    ascending, each in ranking order); see :func:`selected`.
 
     ``slim`` holds the canonical candidates, each with ``c.T_ROW``, its text's row of
     ``texts`` (the chunk store: :mod:`ragframe.postprocess._texts`), or, without
     ``texts``, with its ``text``. ``typed=False`` says every ``entity_type`` is null
     (the input has none); ``absent`` adds the optional columns ``slim`` lacks (null
-    literals), after the reach.
-
-    Texts are read only where the walk may need them, in two passes. The first walks
-    each query's first :func:`first_pass_width` candidates (their ``c.T_POSITION``,
-    found without sorting the table: :func:`_placed`): where it selects top_k of them,
-    the walk stops there whatever follows, as it does unless repeats are common. The
-    second walks again only the queries the first did not fill and that have more
-    candidates (``c.T_MORE``), ranked in full, over their reachable prefix
-    (:func:`_reachable`). Texts are normalized only where a chunk shares its group with
-    another (repeats and merges need a partner).
+    literals).
     """
-    width = first_pass_width(top_k)
-    # cached: the first pass and the queries walked again both read it
-    ranked = _placed(_scored(slim), width, head=width).cache()
-
-    def keyed(rows: pl.LazyFrame) -> pl.LazyFrame:
-        return rows.with_columns(*group_key(zero, typed), *absent)
-
-    walked = pl.col(c.T_WALK).struct.field
-    count, t = walked(c.T_COUNT), threshold_expr(walked(c.T_COUNT), top_k, min_similarity)
-    # rule 4's fallback: the first selected chunk is the query's first candidate
-    keep = walked(c.T_SELECTED) & (
-        (pl.col(c.T_SIM) >= t) | (pl.col(c.T_START) & (walked(c.T_BEST) < t))
-    )
-    # cached: both the kept rows and the list of queries to walk again read it
-    head = _walked(
-        keyed(_started(ranked.filter(pl.col(c.T_POSITION) < width))), texts, top_k, typed
-    )
-    head = head if texts is not None else head.cache()
-    unfilled = pl.col(c.T_MORE) & (count < top_k)
-    # each of those queries with its first row's rank in the whole ranking
-    short = head.filter(pl.col(c.T_START) & unfilled).select(
-        c.QUERY_ID, pl.col(c.T_RANK).alias(c.T_BASE)
-    )
-    # the candidates of those queries, in input order (the ranking's tie-break), ranked
-    # again in full; a row's rank in the whole ranking is its query's first rank plus
-    # its position in the query, so every kept row's c.T_RANK orders it among all
-    rest = ranked.join(short, on=c.QUERY_ID, how="semi", maintain_order="left")
-    rest = _placed(rest.drop(c.T_RANK, c.T_POSITION, c.T_MORE), width)
-    rest = rest.join(short, on=c.QUERY_ID, how="left").with_columns(
-        (pl.col(c.T_BASE) + pl.col(c.T_POSITION)).alias(c.T_RANK)
-    )
-    reach = _reachable(_started(rest.sort(c.T_RANK)), top_k, typed)  # few rows
-    again = _walked(keyed(reach), texts, top_k, typed)
-    done = head.filter(keep & ~unfilled)
-    drop = [c.T_WALK, c.T_MORE, c.T_POSITION]
-    again = again.filter(keep).select(done.collect_schema().names())  # same column order
-    return pl.concat([done, again], how="vertical").drop(drop)
+    rules = Rules(top_k, min_similarity, typed, zero, absent)
+    rows = selection_rows(slim, texts)
+    schema = rows.collect_schema()
+    if texts is not None:  # the candidates' columns, without the store's text
+        schema = pl.Schema({n: t for n, t in schema.items() if n != c.TEXT})
+    kernel = _selection_kernel(rules, texts is not None)
+    return rows.map_batches(kernel, schema=kept_schema(schema, rules))

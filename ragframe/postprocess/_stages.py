@@ -12,10 +12,15 @@ step            SPEC 1                                           parameters read
 :func:`budget`   rule 10 (block and character/token budgets)     the budget's two
 :func:`finish`   missing text's default: an error when collected  none
 ==============  ==============================================  ==========================
+
+``postprocess`` itself runs :func:`select` and :func:`merge` as one step,
+:func:`blocks`: one map over whole columns, in which the rows the selection keeps go
+straight to the merge's kernel (no frame between them, the texts read in place once).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
@@ -100,6 +105,54 @@ def select(prepared: Prepared, config: PostprocessConfig) -> pl.LazyFrame:
     return _select.kept_chunks(
         p.slim, p.texts, p.zero, config.top_k, config.min_similarity, p.typed, p.absent
     )
+
+
+def blocks(prepared: Prepared, config: PostprocessConfig) -> pl.LazyFrame:
+    """Rules 1-10, the output's columns: :func:`select`, then :func:`merge` with
+    ``budgeted``, as one map over the candidates followed by the text source's rows
+    (:func:`_blocks_kernel`). With the cap in tokens, the two steps as they are."""
+    p = prepared
+    if config.length == "tokens" and config.counter is not None:
+        return merge(p, select(p, config), config, budgeted=True)
+    side = [c.TEXT, *(_inputs.OFFSETS if config.overlap == "offsets" else ())]
+    rows = _select.selection_rows(p.slim, p.texts, side)
+    columns = rows.collect_schema()
+    if p.texts is not None:  # the candidates' columns, without the store's
+        columns = pl.Schema({n: t for n, t in columns.items() if n not in side})
+    kernel, schema = _blocks_kernel(p, config, columns, side)
+    out = rows.map_batches(kernel, schema=schema)
+    counter = config.counter
+    return out if counter is None else _token_budget.with_token_counts(out, counter, p.passthrough)
+
+
+def _blocks_kernel(
+    p: Prepared, config: PostprocessConfig, columns: pl.Schema, side: list[str]
+) -> tuple[Callable[[pl.DataFrame], pl.DataFrame], dict[str, pl.DataType]]:
+    """The map of :func:`blocks` over a batch of
+    :func:`ragframe.postprocess._select.selection_rows` (the candidates' ``columns``,
+    then the text source's ``side``), and the schema of what it gives: the rows the
+    selection keeps go straight to the merge's kernel, their texts read in place from
+    the same source (no frame between the two, no text copied)."""
+    rules = _select.Rules(config.top_k, config.min_similarity, p.typed, p.zero, p.absent)
+    kept = pl.LazyFrame(schema=_select.kept_schema(columns, rules))
+    the = _merge.kernel_inputs(kept, p.texts, config.overlap, p.passthrough)
+    limits = (config.max_blocks, config.max_characters)
+    gap, cap = config.max_chunk_gap, config.max_merged_block_characters
+    stacked = side if p.texts is not None else None
+    names = [*c.BLOCK_COLUMNS, *p.passthrough]
+
+    def kernel(batch: pl.DataFrame) -> pl.DataFrame:
+        candidates, source = _select.rows_and_text(batch, stacked)
+        chosen = _select.selected(candidates, source[c.TEXT], rules)
+        found = (
+            _texts.source_texts(chosen, source, the.by_offsets)
+            if stacked is not None
+            else _texts.row_texts(chosen, False, the.by_offsets)
+        )
+        return _merge._blocks_of(found, gap, cap, the.first, p.typed, limits).select(names)
+
+    fields = {**the.fields, c.CHAR_COUNT: pl.Int64, c.TRUNCATED: pl.Boolean}
+    return kernel, {name: fields[name] for name in names}
 
 
 def merge(

@@ -107,7 +107,12 @@ def row_texts(parts: pl.DataFrame, in_source: bool, offsets: bool = False) -> Ro
         address, length, cells = string_addresses(parts[c.TEXT])
         given = (int64s(parts[c.START_CHAR]), int64s(parts[c.END_CHAR])) if offsets else None
         return RowTexts(parts, address, length, given, cells)
-    rows, source = split(parts)
+    return source_texts(*split(parts), offsets)
+
+
+def source_texts(rows: pl.DataFrame, source: pl.DataFrame, offsets: bool = False) -> RowTexts:
+    """:func:`row_texts` of rows and their text source given apart (each row's text in
+    the source's row ``c.T_ROW``; -1 for none: "")."""
     row = rows[c.T_ROW].to_numpy()
     address, length, arrays = row_views(source[c.TEXT], row)  # only these rows' views
     found = None
