@@ -1,13 +1,11 @@
 """Merge half of ``postprocess``: sort, group, remove overlap, build and order blocks.
 
-SPEC 1, rules 5-9. The merge order (rule 5) is a compiled sort within each query
-(:func:`merge_order`); the merge itself
-(overlap removal against the block text built so far, and the size cap, a running sum
-with resets) runs in one compiled pass over every group
-(:func:`ragframe.postprocess._kernels._merge.merge`),
-reading each chunk's text in place through that order. The kernel's wrapper then
-orders each query's blocks (rule 9) with whole-column operations, so no frame that
-carries text is ever sorted (the streaming engine copies every string it sorts).
+SPEC 1, rules 5-9. Rule 5's order is a compiled sort within each query
+(:func:`merge_order`); the merge (overlap removal against the block text built so far,
+the size cap: a running sum with resets) is one compiled pass over every group
+(:func:`ragframe.postprocess._kernels._merge.merge`) reading each chunk's text in place;
+rule 9 a compiled sort of each query's blocks. No frame that carries text is ever
+sorted (the streaming engine copies every string it sorts).
 """
 
 from __future__ import annotations
@@ -28,8 +26,8 @@ from ragframe.postprocess._kernels._merge import MergeResult, merge, write_block
 from ragframe.postprocess._kernels._order import (
     descending_key,
     in_segments_of,
-    ordered_in_segments,
     rank_order,
+    ranked_in_segments,
 )
 from ragframe.postprocess._kernels._pieces import Texts, truncated
 from ragframe.postprocess._texts import RowTexts, row_texts, stacked
@@ -49,10 +47,9 @@ _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
 
 
 class MergeOrder(NamedTuple):
-    """Rows in merge order (:func:`merge_order`) and what the merge reads in that order."""
+    """The rows (``order``) in merge order (:func:`merge_order`), what the merge reads."""
 
     order: npt.NDArray[np.int64]
-    """The rows, in merge order."""
     query_start: Bools
     """Whether a row starts its query."""
     group_start: Bools
@@ -75,8 +72,7 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     with the least (chunk index, rank), and groups appear in (entity, that row) order.
     The order of groups matters only to rule 9's tie-break (:func:`_rule9_order`).
     ``typed=False``: every type is "", so the type is no key. String keys sort by their
-    dense rank (Polars' string order); a query's rows are few, so they are ordered by a
-    compiled sort within each query.
+    dense rank (Polars' string order), in a compiled sort within each query.
     """
     rank = parts[c.T_RANK].to_numpy()
     ranked = rank_order(rank)
@@ -120,17 +116,13 @@ def _rule9_order(
     an entity, and merge order already has the groups in entity order; with types,
     groups of one entity go by their first (rank, chunk index): ``ties`` holds, per
     block, its group's first rank and chunk index and its entity's code.
-    Returns the order and, in it, each block's rank and running length.
     """
     keys = [descending_key(score)]
     if ties is not None:  # groups of one entity by first appearance (entities ascending)
         first_rank, first_chunk, entity = ties
         entities = (new_query | np.r_[True, entity[1:] != entity[:-1]]).cumsum()
         keys += [entities, first_chunk, first_rank]
-    order = ordered_in_segments(new_query, np.column_stack(keys))  # stable: block order
-    row = np.arange(len(order), dtype=np.int64)
-    first = _segment_starts(new_query)  # queries stay where they were
-    return order, row - first, running_totals(chars[order], first)
+    return ranked_in_segments(new_query, np.column_stack(keys), chars)  # stable: block order
 
 
 def running_totals(values: I64, first: I64) -> I64:

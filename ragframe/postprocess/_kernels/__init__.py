@@ -51,7 +51,7 @@ RUN_ORDER = {
     "_walk": f"{__name__}._walk",
     "_in_segments_of": f"{__name__}._order",
     "_merge": f"{__name__}._merge",
-    "_ordered_in_segments": f"{__name__}._order",
+    "_ranked_in_segments": f"{__name__}._order",
 }
 """The kernels one postprocess call may run, in the order it first calls them, and the
 kernel file of each (the store lookup's: by entity for a store laid out as chunkers

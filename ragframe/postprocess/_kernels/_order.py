@@ -243,6 +243,41 @@ def _ordered_in_segments(starts: Bools, keys: I64) -> I64:
     return order
 
 
+def ranked_in_segments(starts: Bools, keys: I64, values: I64) -> tuple[I64, I64, I64]:
+    """:func:`ordered_in_segments`, with each row's place in its segment in that order
+    and the running total of ``values`` (``values[row]``) up to it within its segment:
+    rule 9's order of a query's blocks, their ``block_rank`` and rule 10's length.
+
+    Example:
+        >>> import numpy as np
+        >>> starts = np.array([True, False, True])
+        >>> order, place, total = ranked_in_segments(starts, np.array([[2], [1], [0]]),
+        ...     np.array([5, 7, 1]))
+        >>> order.tolist(), place.tolist(), total.tolist()
+        ([1, 0, 2], [0, 1, 0], [7, 12, 1])
+    """
+    starts, keys = frozen(starts, np.bool_), frozen(keys, np.int64)
+    return _ranked_in_segments(starts, keys, frozen(values, np.int64))
+
+
+@compiled
+def _ranked_in_segments(starts: Bools, keys: I64, values: I64) -> tuple[I64, I64, I64]:
+    """:func:`ranked_in_segments` on its inputs as one numba type."""
+    n = len(starts)
+    order = np.arange(n)
+    _sort_segments(order, starts, keys)
+    place = np.empty(n, dtype=np.int64)
+    total = np.empty(n, dtype=np.int64)
+    first = 0
+    running = 0
+    for i in range(n):
+        if starts[i]:
+            first, running = i, 0
+        running += values[order[i]]
+        place[i], total[i] = i - first, running
+    return order, place, total
+
+
 def in_segments_of(ranked: I64, starts: Bools, keys: I64, groups: int) -> tuple[I64, Bools]:
     """The rows ``ranked`` (each segment's, ``starts`` marking their first) ordered by the
     columns of ``keys`` (``keys[row]``, rows as ``ranked`` names them: not gathered)
@@ -294,6 +329,13 @@ def _sample_places() -> None:
 def _sample() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
     ordered_in_segments(np.ones(1, dtype=np.bool_), np.zeros((1, 1), dtype=np.int64))
+
+
+@sample("_ranked_in_segments")
+def _sample_ranked() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    yes, i64 = np.ones(1, dtype=np.bool_), np.zeros(1, dtype=np.int64)
+    ranked_in_segments(yes, np.zeros((1, 1), dtype=np.int64), i64)
 
 
 @sample("_in_segments_of")
