@@ -7,6 +7,7 @@ partitions). Dask runs by default; Ray's cluster tests are slow."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,23 +30,14 @@ CONFIG = {"window_chars": 40, "overlap_chars": 10}
 ENGINES = ["dask", pytest.param("ray", marks=pytest.mark.slow)]
 
 
-@pytest.fixture(scope="module")
-def dask_client() -> Iterator[Any]:
-    yield from clusters.dask_client()
-
-
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[Any]:
-    yield from clusters.ray_cluster()
-
-
-def _engine(name: str, request: pytest.FixtureRequest) -> Any:
-    request.getfixturevalue("dask_client" if name == "dask" else "ray_cluster")
-    if name == "dask":
-        from ragframe.distributed import dask as module
-    else:
-        from ragframe.distributed import ray as module
-    return module
+@pytest.fixture(scope="module", params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> Iterator[tuple[str, Any, Any]]:
+    """An engine's name, its module and its cluster (Dask's client, Ray's module)."""
+    name = request.param
+    started = clusters.dask_client() if name == "dask" else clusters.ray_cluster()
+    cluster = next(started)
+    yield name, importlib.import_module(f"ragframe.distributed.{name}"), cluster
+    next(started, None)  # stopped
 
 
 @pytest.fixture
@@ -68,29 +60,25 @@ def documents(tmp_path: Path) -> tuple[list[str], pl.DataFrame]:
     return files, docs
 
 
-@pytest.mark.parametrize("name", ENGINES)
 def test_chunk_equals_local(
-    name: str,
-    documents: tuple[list[str], pl.DataFrame],
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
+    engine: tuple[str, Any, Any], documents: tuple[list[str], pl.DataFrame], tmp_path: Path
 ) -> None:
-    engine = _engine(name, request)
+    name, module, _ = engine
     files, docs = documents
     want = ragframe.chunk(docs, CONFIG).collect()
     for partitions in (None, 4):
-        assert_frame_equal(engine.chunk(files, CONFIG, collect=True, partitions=partitions), want)
-    assert_frame_equal(engine.chunk(docs, CONFIG, collect=True, partitions=3), want)
+        assert_frame_equal(module.chunk(files, CONFIG, collect=True, partitions=partitions), want)
+    assert_frame_equal(module.chunk(docs, CONFIG, collect=True, partitions=3), want)
     native = _native(name, files)  # the engine's own frame: its pieces counted first
-    assert_frame_equal(engine.chunk(native, CONFIG, collect=True, partitions=3), want)
-    written = engine.chunk(files, CONFIG, output=tmp_path / "out", partitions=4)
+    assert_frame_equal(module.chunk(native, CONFIG, collect=True, partitions=3), want)
+    written = module.chunk(files, CONFIG, output=tmp_path / "out", partitions=4)
     parts = sorted(Path(written).iterdir())
     assert [p.name for p in parts] == [f"part-0000{i}.parquet" for i in range(4)]
     assert_frame_equal(pl.read_parquet(parts), want)  # the parts, in order, are the output
     empty = ragframe.chunk(docs.clear(), CONFIG).collect()
-    assert_frame_equal(engine.chunk(docs.clear(), CONFIG, collect=True), empty)
+    assert_frame_equal(module.chunk(docs.clear(), CONFIG, collect=True), empty)
     with pytest.raises(RagframeError, match="content"):
-        engine.chunk(docs.drop("content"), CONFIG, collect=True)
+        module.chunk(docs.drop("content"), CONFIG, collect=True)
 
 
 def _native(name: str, files: list[str]) -> Any:
@@ -108,21 +96,17 @@ def _chunk_cli(out: str, *extra: str, docs: str) -> None:
     assert main([*argv, *extra]) == 0
 
 
-@pytest.mark.parametrize("name", ENGINES)
 def test_cli_chunk_on_an_engine_writes_what_the_local_command_writes(
-    name: str,
-    documents: tuple[list[str], pl.DataFrame],
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
+    engine: tuple[str, Any, Any], documents: tuple[list[str], pl.DataFrame], tmp_path: Path
 ) -> None:
-    cluster = request.getfixturevalue("dask_client" if name == "dask" else "ray_cluster")
+    name, _, cluster = engine
     folder = os.path.dirname(documents[0][0])
-    engine = ["--engine", name, "--partitions", "3"]
+    on = ["--engine", name, "--partitions", "3"]
     if name == "dask":  # the running cluster (without it, each command starts its own)
-        engine += ["--scheduler", cluster.scheduler.address]
+        on += ["--scheduler", cluster.scheduler.address]
     for out in ("c.jsonl", "c.parquet", "parts/"):
         _chunk_cli(f"{tmp_path}/local/{out}", docs=folder)  # a folder keeps its final "/"
-        _chunk_cli(f"{tmp_path}/{name}/{out}", *engine, docs=folder)
+        _chunk_cli(f"{tmp_path}/{name}/{out}", *on, docs=folder)
     local, got = tmp_path / "local", tmp_path / name
     assert (got / "c.jsonl").read_bytes() == (local / "c.jsonl").read_bytes()
     assert pq.read_schema(got / "c.parquet") == pq.read_schema(local / "c.parquet")
