@@ -47,17 +47,24 @@ DASK = {
     ),
 }
 """Dask's signatures, as they were written out (before the functions were built)."""
-NAMES = tuple(DASK)
+NAMES = (*DASK, "chunk")
+CHUNK = (
+    "(documents: 'Any', config: 'WindowConfig | Mapping[str, Any]', *, output: 'str | "
+    "os.PathLike[str] | None' = None, collect: 'bool' = False, partitions: 'int | None' = "
+    "None, client: 'Any' = None, retries: 'int' = 2) -> 'Any'"
+)
+"""``chunk``'s (added with the stage: the engine options but ``broadcast``)."""
+DASK_AND_CHUNK = {**DASK, "chunk": CHUNK}
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_dask_signature_is_the_written_one(name: str) -> None:
-    assert str(inspect.signature(getattr(rd, name))) == DASK[name]
+    assert str(inspect.signature(getattr(rd, name))) == DASK_AND_CHUNK[name]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_ray_signature_is_dask_without_client_and_three_retries(name: str) -> None:
-    expected = DASK[name].replace("client: 'Any' = None, ", "").replace("= 2)", "= 3)")
+    expected = DASK_AND_CHUNK[name].replace("client: 'Any' = None, ", "").replace("= 2)", "= 3)")
     assert "client" not in expected
     assert str(inspect.signature(getattr(rr, name))) == expected
 

@@ -1,5 +1,5 @@
-"""``--engine local|dask|ray`` for ``postprocess``, ``fetch``, ``evaluate`` and
-``sweep``: the options, the cluster (connected to, or started on this machine for the
+"""``--engine local|dask|ray`` for ``postprocess``, ``fetch``, ``chunk``, ``evaluate``
+and ``sweep``: the options, the cluster (connected to, or started on this machine for the
 run), and each command run by :mod:`ragframe.distributed` with the same output and the
 same summary. The workers write the parts (:mod:`ragframe.driver`); a directory output
 is committed as they wrote it, a file is streamed from the parts by the driver one
@@ -16,12 +16,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 from ragframe import io
 from ragframe import schema as c
 from ragframe.cli._common import integer, number
 from ragframe.cli._options import config_from_args
 from ragframe.distributed import _connect
-from ragframe.driver._sources import parquet_files, parquet_schema, refuse_hive, require
+from ragframe.driver._sources import (
+    parquet_files,
+    parquet_rows,
+    parquet_schema,
+    refuse_hive,
+    require,
+)
 from ragframe.errors import ConfigError, RagframeError
 from ragframe.io import _atomic, _filesystems
 
@@ -188,6 +196,7 @@ _INPUTS = {
     "fetch": ("requests", "documents", "sizes"),
     "evaluate": ("input", "chunks"),
     "sweep": ("results", "chunks"),
+    "chunk": ("documents",),
 }
 
 
@@ -211,7 +220,8 @@ def run_on_engine(args: argparse.Namespace, command: str) -> dict[str, Any]:
 def _parts(destination: str) -> Iterator[Path | str]:
     """A temporary folder beside ``destination`` for the workers' parts (a remote
     ``destination``: a temporary prefix beside it, the workers uploading their parts
-    there), removed at the end (on an error and on a signal too)."""
+    there), removed at the end (on an error and on a signal too). Missing folders above
+    ``destination`` are made, as the local engine makes them."""
     if _filesystems.is_remote(destination):
         from ragframe.driver import _commit
 
@@ -219,6 +229,8 @@ def _parts(destination: str) -> Iterator[Path | str]:
             yield remote
         return
     beside = Path(tempfile.gettempdir()) / "ragframe-run" if destination == io.STDIO else None
+    if beside is None:
+        Path(os.path.realpath(destination)).parent.mkdir(parents=True, exist_ok=True)
     folder = _atomic.temp_name(beside or Path(os.path.realpath(destination)))
     _atomic.WRITING.add(folder)
     try:
@@ -227,24 +239,33 @@ def _parts(destination: str) -> Iterator[Path | str]:
         _atomic.remove(folder)
 
 
-def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """Workers write the parts; a directory output is committed as they wrote it, a file
-    (or ``-``) is made from them by :func:`ragframe.driver._commit.assemble`."""
-    import polars as pl
-
+@contextmanager
+def _written(
+    args: argparse.Namespace, run: Callable[[Path | str], Any], *, ordered: bool = False
+) -> Iterator[pl.LazyFrame]:
+    """The parts the workers write (``run(folder)``: the written folder), committed as
+    written when ``--output`` is a directory, else made into it by
+    :func:`ragframe.driver._commit.assemble` (``ordered``: fetch's parts, always
+    assembled, a range of request order at a time); inside, a scan of the parts."""
     from ragframe.driver import _commit
+
+    with _parts(args.output) as folder:
+        if io.is_directory(args.output) and not ordered:
+            written = run(args.output)
+        else:
+            written = run(folder)
+            _commit.assemble(written, args.output, ordered=ordered)
+        yield _commit.scan_parts(_commit.part_files(written))
+
+
+def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Workers write the parts, in query order; the summary is counted from them."""
     from ragframe.postprocess import PostprocessConfig
 
     config = config_from_args(PostprocessConfig, args)
     results, chunks = _parquet(args.results, "RESULTS"), _parquet(args.chunks, "--chunks")
     run = {"config": config, "chunks": chunks, "partitions": args.partitions}
-    with _parts(args.output) as folder:
-        if io.is_directory(args.output):
-            written = engine.postprocess(results, output=args.output, **run)
-        else:
-            written = engine.postprocess(results, output=folder, **run)
-            _commit.assemble(written, args.output, ordered=False)
-        scan = _commit.scan_parts(_commit.part_files(written))
+    with _written(args, lambda out: engine.postprocess(results, output=out, **run)) as scan:
         found = (
             scan.select(
                 pl.col(c.QUERY_ID).n_unique(),
@@ -267,25 +288,37 @@ def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
 def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Workers write the parts (each in request order); the driver merges them into the
     output a range of request order at a time."""
-
-    from ragframe.driver import _commit
     from ragframe.fetch import FetchConfig
 
     config = config_from_args(FetchConfig, args)
-    with _parts(args.output) as folder:
-        written = engine.fetch(
-            _parquet(args.requests, "REQUESTS"),
-            _parquet(args.documents, "DOCUMENTS"),
-            config,
-            sizes=args.sizes,
-            output=folder,
-            partitions=args.partitions,
-        )
-        _commit.assemble(written, args.output, ordered=True)
-        scan = _commit.scan_parts(_commit.part_files(written))
+    requests, documents = _parquet(args.requests, "REQUESTS"), _parquet(args.documents, "DOCUMENTS")
+    run = {"sizes": args.sizes, "partitions": args.partitions}
+    with _written(
+        args, lambda out: engine.fetch(requests, documents, config, output=out, **run), ordered=True
+    ) as scan:
         counts = scan.group_by(c.STRATEGY).len().collect(engine="streaming")
     per = dict(zip(counts[c.STRATEGY].to_list(), counts["len"].to_list(), strict=True))
     return {"rows": int(sum(per.values())), **per, "output": args.output}
+
+
+def _chunk(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Workers write the parts (consecutive documents, in input order); the summary
+    counts as the local run's does (documents from the footers)."""
+    from ragframe.window import WindowConfig
+
+    config = config_from_args(WindowConfig, args)
+    documents = _parquet(args.documents, "DOCUMENTS")
+    assert documents is not None
+    run = {"partitions": args.partitions}
+    with _written(args, lambda out: engine.chunk(documents, config, output=out, **run)) as scan:
+        found = scan.select(pl.len(), pl.col(c.TEXT).str.len_chars().sum())
+        chunks, characters = found.collect(engine="streaming").row(0)
+    return {
+        "documents": sum(parquet_rows(parquet_files(documents))),
+        "chunks": chunks,
+        "characters": int(characters or 0),
+        "output": args.output,
+    }
 
 
 def evaluate_on_engine(args: argparse.Namespace, qrels: Any) -> Any:
@@ -345,4 +378,5 @@ def sweep_on_engine(args: argparse.Namespace, grid: Any, qrels: Any) -> SweepRes
 _RUNS: dict[str, Callable[[Any, argparse.Namespace], dict[str, Any]]] = {
     "postprocess": _postprocess,
     "fetch": _fetch,
+    "chunk": _chunk,
 }

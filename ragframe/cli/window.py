@@ -19,6 +19,7 @@ from ragframe.cli._common import (
     run_dataset,
     write,
 )
+from ragframe.cli._engine import add_engine_options, on_engine, run_on_engine
 from ragframe.cli._options import add_config_options, config_from_args
 from ragframe.dataset import CHUNK_TEXT, chunk_dataset
 from ragframe.schema import DOC_ID, TEXT, TRUNCATED
@@ -88,6 +89,7 @@ def add_chunk(sub: Any) -> None:
     )
     add_documents(parser)
     _add_window_options(parser)
+    add_engine_options(parser)
     add_partition_size(parser, False, CHUNK_TEXT)
     parser.set_defaults(run=run_chunk)
 
@@ -95,6 +97,8 @@ def add_chunk(sub: Any) -> None:
 def run_chunk(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``chunk`` batch by batch (:func:`ragframe.chunk_dataset`); ``characters``
     counts the characters written in ``text``."""
+    if on_engine(args):
+        return run_on_engine(args, "chunk")
     config = config_from_args(WindowConfig, args)
     run = run_dataset(chunk_dataset, args, [args.documents], config)
     return {**run.counts, "partitions": run.partitions, "output": args.output}

@@ -41,7 +41,7 @@ class DaskEngine:
 
     def rows(self, source: Any, keyed: Keyed) -> Rows:
         pieces, schema, count = dp.pieces_of(source, keyed)
-        return Rows(pieces, schema, count, len(pieces))
+        return Rows(pieces, schema, count, len(pieces), pieces.sizes)
 
     def then(self, rows: Rows, step: Step, **shared: Any) -> Rows:
         schema = step(rows.empty(), **{k: _empty_like(v) for k, v in shared.items()}).schema

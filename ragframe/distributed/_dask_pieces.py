@@ -40,11 +40,16 @@ workers' memory limits summed (else by the P2P shuffle, on disk)."""
 
 
 class Pieces(list[Any]):
-    """Delayed Arrow pieces, and their estimated size in memory (``None``: unknown)."""
+    """Delayed Arrow pieces, their estimated size in memory (``None``: unknown) and
+    row counts."""
 
-    def __init__(self, pieces: Sequence[Any], nbytes: int | None) -> None:
+    def __init__(
+        self, pieces: Sequence[Any], nbytes: int | None, sizes: Sequence[int] | None = None
+    ) -> None:
         super().__init__(pieces)
         self.nbytes = nbytes
+        self.sizes = None if sizes is None else tuple(sizes)
+        """Each piece's row count, where known without computing it."""
 
 
 def _delayed() -> Any:
@@ -74,13 +79,15 @@ def pieces_of(source: Any, keyed: Keyed) -> tuple[Pieces, pa.Schema, int | None]
         read = delayed(read_keyed, pure=False)
         pieces = [read(path, i, keyed) for i, path in enumerate(given.files)]
         nbytes = parquet_bytes(given.files, given.schema)
-        return Pieces(pieces, nbytes), given.schema, given.count
+        return Pieces(pieces, nbytes, given.rows), given.schema, given.count
     if isinstance(source, pl.DataFrame | pl.LazyFrame | pa.Table):
         table = local_table(source)
         count = max(1, min(8, table.num_rows // ROWS_PER_PARTITION))
         place = delayed(keyed, pure=False)
-        pieces = [place(part, i) for i, part in enumerate(table_slices(table, count))]
-        return Pieces(pieces, table.nbytes), keyed(table.slice(0, 0), 0).schema, None
+        slices = table_slices(table, count)
+        pieces = [place(part, i) for i, part in enumerate(slices)]
+        sizes = [s.num_rows for s in slices]
+        return Pieces(pieces, table.nbytes, sizes), keyed(table.slice(0, 0), 0).schema, None
     from ragframe.distributed._dask_tasks import arrow, dd
 
     if not isinstance(source, dd().DataFrame):

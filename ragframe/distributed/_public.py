@@ -40,6 +40,8 @@ from ragframe.fetch import FetchConfig
 from ragframe.fetch import fetch as local_fetch
 from ragframe.postprocess import PostprocessConfig
 from ragframe.postprocess import postprocess as local_postprocess
+from ragframe.window import WindowConfig
+from ragframe.window import chunk as local_chunk
 
 R = TypeVar("R")
 Given = Mapping[str, Any]
@@ -113,14 +115,15 @@ class Public(Generic[R]):
 def _written(
     name: str, engine: Engine, source: Any, options: Given, store: Any, given: Given
 ) -> Any:
-    """Stage ``name`` run and given back as the engines' postprocess and fetch give it."""
+    """Stage ``name`` run and given back as the engines' postprocess, fetch and chunk
+    give it (chunk has no store to broadcast)."""
     return run_written(
         name,
         engine,
         source,
         options,
         store=store,
-        broadcast=given["broadcast"],
+        broadcast=given.get("broadcast"),
         partitions=given["partitions"],
         output=given["output"],
         collect=given["collect"],
@@ -137,6 +140,11 @@ def _fetch(engine: Engine, given: Given) -> Any:
     sizes = None if given["sizes"] is None else local_table(given["sizes"])
     options = {"config": config_of(given["config"], FetchConfig), "sizes": sizes}
     return _written("fetch", engine, given["requests"], options, given["documents"], given)
+
+
+def _chunk(engine: Engine, given: Given) -> Any:
+    options = {"config": config_of(given["config"], WindowConfig)}
+    return _written("chunk", engine, given["documents"], options, None, given)
 
 
 def _evaluate(engine: Engine, given: Given) -> pl.DataFrame:
@@ -196,6 +204,9 @@ def _sweep(engine: Engine, given: Given) -> SweepResult:
     )
 
 
+CHUNK = Public(
+    local_chunk, _chunk, "Any", inputs=("documents",), options=("output", "collect", "partitions")
+)
 POSTPROCESS = Public(local_postprocess, _postprocess, "Any", inputs=("candidates", "chunks"))
 FETCH = Public(local_fetch, _fetch, "Any", inputs=("requests", "documents", "sizes"))
 EVALUATE = Public(

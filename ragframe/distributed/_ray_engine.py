@@ -40,10 +40,13 @@ def _apply(batch: pa.Table, step: Step, **shared: Any) -> pa.Table:
     return step(batch, **{k: rt.resolve(v) for k, v in shared.items()})
 
 
-def _run_group(batch: pa.Table, work: Work, joined: bool, shared: Mapping[str, Any]) -> pa.Table:
+def _run_group(
+    batch: pa.Table, work: Work, joined: bool, shared: Mapping[str, Any], numbered: bool
+) -> pa.Table:
     number = int(batch[PART][0].as_py()) if batch.num_rows else 0
     own, side = rt.split(batch) if joined else (batch, None)
-    return work(own, side, number, **{k: rt.resolve(v) for k, v in shared.items()})
+    out = work(own, side, number, **{k: rt.resolve(v) for k, v in shared.items()})
+    return rt.numbered(out, number) if numbered else out
 
 
 class RayEngine:
@@ -64,10 +67,11 @@ class RayEngine:
             ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
                 rt.read_batch, batch_size=1, batch_format="pyarrow", fn_kwargs={"keyed": keyed}
             )
-            return Rows(ds, given.schema, given.count)
+            return Rows(ds, given.schema, given.count, sizes=tuple(given.rows))
         if isinstance(source, pl.DataFrame | pl.LazyFrame | pa.Table):
             table = keyed(local_table(source), 0)
-            return Rows(ray.data.from_arrow(table), table.schema, table.num_rows)
+            count = table.num_rows
+            return Rows(ray.data.from_arrow(table), table.schema, count, sizes=(count,))
         if isinstance(source, ray.data.Dataset):
             blocks = source.to_arrow_refs()  # in the dataset's order, as Ray gives it
             place = ray.remote(keyed)
@@ -121,6 +125,8 @@ class RayEngine:
             ) from None
 
     def run(self, work: Work, own: Rows, side: Rows | None, shared: Shared, lazy: Empty) -> Any:
+        if own.count == 0:  # no rows to group (Ray's shuffle finds no column to sort by)
+            return self.ray.data.from_arrow(lazy) if lazy is not None else []
         ds = own.native
         if side is not None:
             schema = rt.envelope_schema(own.schema, side.schema)
@@ -134,7 +140,12 @@ class RayEngine:
         out = ds.groupby(PART, num_partitions=own.partitions).map_groups(
             _run_group,
             batch_format="pyarrow",
-            fn_kwargs={"work": work, "joined": side is not None, "shared": dict(shared)},
+            fn_kwargs={
+                "work": work,
+                "joined": side is not None,
+                "shared": dict(shared),
+                "numbered": lazy is None,
+            },
             max_retries=self.retries,
         )
-        return out if lazy is not None else self._tables(out)
+        return out if lazy is not None else rt.in_order(self._tables(out))

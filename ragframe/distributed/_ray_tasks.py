@@ -66,3 +66,19 @@ def split(batch: pa.Table) -> tuple[pa.Table, pa.Table]:
     return own.to_arrow(), store.rename(
         {n: n.removeprefix(STORE) for n in store.columns}
     ).to_arrow()
+
+
+def numbered(table: pa.Table, number: int) -> pa.Table:
+    """A partition's output with its number (:data:`PART`) on every row."""
+    return table.append_column(PART, pa.array([number] * table.num_rows, pa.int64()))
+
+
+def in_order(tables: list[pa.Table]) -> list[pa.Table]:
+    """The :func:`numbered` outputs (blocks in whatever order Ray gives them) as one table
+    per partition in partition order, the number gone: what the driver gathers is in
+    the single-machine order where the partitions are (ranges of queries, positions)."""
+    if not tables:
+        return []
+    rows = parts.frame(pa.concat_tables(tables, promote_options="default"))
+    groups = rows.partition_by(PART, as_dict=True, maintain_order=True)
+    return [groups[k].drop(PART).to_arrow() for k in sorted(groups)]

@@ -1,6 +1,6 @@
 """ragframe on Dask (the ``ragframe[dask]`` extra: ``pip install "dask[dataframe]"
-distributed``): :func:`postprocess`, :func:`fetch`, :func:`evaluate` and :func:`sweep`
-over Dask frames or Parquet files, equal to the single-machine engine row for row.
+distributed``): :func:`postprocess`, :func:`fetch`, :func:`chunk`, :func:`evaluate` and
+:func:`sweep` over Dask frames or Parquet files, equal to the single-machine engine row for row.
 
 Each input row gets its position (piece, row); the rows are shuffled by the bucket of
 their query (:func:`ragframe.partition.bucket`; for fetch, of their document) with
@@ -30,9 +30,9 @@ from __future__ import annotations
 from typing import Any
 
 from ragframe.distributed._dask_engine import DaskEngine
-from ragframe.distributed._public import EVALUATE, FETCH, POSTPROCESS, SWEEP
+from ragframe.distributed._public import CHUNK, EVALUATE, FETCH, POSTPROCESS, SWEEP
 
-__all__ = ["evaluate", "fetch", "postprocess", "sweep"]
+__all__ = ["chunk", "evaluate", "fetch", "postprocess", "sweep"]
 
 
 def _engine(*, client: Any = None, retries: int = 2) -> DaskEngine:
@@ -82,4 +82,13 @@ sweep = SWEEP.on(
     """:func:`ragframe.sweep` on Dask: each partition's per-(configuration, query) rows
     (:func:`ragframe.partition.sweep_part`), the summary computed on the driver from all
     of them by the single-machine code; equal to ``ragframe.sweep(...)``.""",
+)
+chunk = CHUNK.on(
+    _engine,
+    """:func:`ragframe.chunk` on Dask: partitions of consecutive documents (ranges of
+    input positions of about equal row counts, cut from the Parquet footers' row counts,
+    else from a count of each piece's rows), so the parts, in order, hold the chunks in
+    the single-machine order (documents in input order, chunks ascending) and
+    ``collect`` equals ``ragframe.chunk(...).collect()``. ``documents``: a Dask frame or
+    Parquet files; ``output``, ``collect``, ``partitions`` as for :func:`postprocess`.""",
 )

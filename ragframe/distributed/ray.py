@@ -1,6 +1,6 @@
 """ragframe on Ray Data (the ``ragframe[ray]`` extra: ``pip install "ray[data]"``):
-:func:`postprocess`, :func:`fetch`, :func:`evaluate` and :func:`sweep` over Ray
-datasets or Parquet files, equal to the single-machine engine row for row.
+:func:`postprocess`, :func:`fetch`, :func:`chunk`, :func:`evaluate` and :func:`sweep`
+over Ray datasets or Parquet files, equal to the single-machine engine row for row.
 
 Each input row gets its position; the rows get the bucket of their query
 (:func:`ragframe.partition.bucket`; for fetch, of their document) and are grouped by it
@@ -20,10 +20,10 @@ local one.
 
 from __future__ import annotations
 
-from ragframe.distributed._public import EVALUATE, FETCH, POSTPROCESS, SWEEP
+from ragframe.distributed._public import CHUNK, EVALUATE, FETCH, POSTPROCESS, SWEEP
 from ragframe.distributed._ray_engine import RayEngine
 
-__all__ = ["evaluate", "fetch", "postprocess", "sweep"]
+__all__ = ["chunk", "evaluate", "fetch", "postprocess", "sweep"]
 
 
 def _engine(*, retries: int = 3) -> RayEngine:
@@ -53,4 +53,10 @@ evaluate = EVALUATE.on(
 sweep = SWEEP.on(
     _engine,
     """:func:`ragframe.sweep` on Ray (see :func:`ragframe.distributed.dask.sweep`).""",
+)
+chunk = CHUNK.on(
+    _engine,
+    """:func:`ragframe.chunk` on Ray: partitions of consecutive documents, in order (see
+    :func:`ragframe.distributed.dask.chunk`); ``documents``: a Ray dataset or Parquet
+    files.""",
 )

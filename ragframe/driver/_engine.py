@@ -34,12 +34,16 @@ Empty: TypeAlias = pa.Table | None
 @dataclass(frozen=True)
 class Rows:
     """An input on an engine: its native rows, the Arrow schema of their pieces, the row
-    count where known without reading, and the partitions they were moved into."""
+    count where known without reading, the partitions they were moved into, and the
+    pieces' row counts where known."""
 
     native: Any
     schema: pa.Schema
     count: int | None = None
     partitions: int = 1
+    sizes: tuple[int, ...] | None = None
+    """Each input piece's row count, by piece number, where known without reading (a
+    stage of consecutive documents cuts ranges of positions from them)."""
 
     def empty(self) -> pa.Table:
         return self.schema.empty_table()

@@ -4,6 +4,7 @@ output committed (:mod:`._commit`) or handed back."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ import pyarrow as pa
 from ragframe.driver import _commit
 from ragframe.driver import _parts as parts
 from ragframe.driver._engine import Engine, Rows
-from ragframe.driver._plan import Plan, plan, query_counts
+from ragframe.driver._plan import Plan, consecutive, piece_counts, plan, query_counts
 from ragframe.driver._sources import (
     CHUNK,
     ENTITY,
@@ -74,12 +75,16 @@ def run_stage(
         keyed = own
     else:
 
-        def counts() -> pa.Table:
-            return engine.gather(engine.then(rows, query_counts))
+        def counts(step: Any = query_counts) -> pa.Table:
+            return engine.gather(engine.then(rows, step))
 
-        the_plan = plan(
-            source, stage.key, rows.count, rows.partitions, partitions, engine.workers, counts
-        )
+        if stage.consecutive:
+            pieces = functools.partial(counts, piece_counts)
+            the_plan = consecutive(rows.sizes, partitions, engine.workers, pieces)
+        else:
+            the_plan = plan(
+                source, stage.key, rows.count, rows.partitions, partitions, engine.workers, counts
+            )
         keyed = engine.then(rows, the_plan.step)
         own = engine.partition(keyed, the_plan.partitions)
     side = None
@@ -155,5 +160,5 @@ def run_written(
         lazy=not collect,
     )
     if collect and output is None and stage.gather is not None:
-        return stage.gather(ran.result)
+        return stage.gather(ran.result or [ran.empty])  # no partition gave rows: empty
     return ran.result

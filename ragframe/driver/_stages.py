@@ -101,6 +101,13 @@ def _fetched(tables: list[pa.Table]) -> Any:
     return fetch_table(tables)
 
 
+def _chunks(tables: list[pa.Table]) -> Any:
+    """The chunk parts (partitions of consecutive documents, in order) as one frame."""
+    import polars as pl
+
+    return pl.concat([parts.frame(t) for t in tables], how="vertical")
+
+
 STAGES: dict[str, Stage] = {
     "postprocess": Stage("postprocess", _postprocess, c.QUERY_ID, gather=_blocks),
     "fetch": Stage(
@@ -112,7 +119,7 @@ STAGES: dict[str, Stage] = {
         prepare=request_order,
         gather=_fetched,
     ),
-    "chunk": Stage("chunk", _chunk, c.DOC_ID, consecutive=True),
+    "chunk": Stage("chunk", _chunk, c.DOC_ID, consecutive=True, gather=_chunks),
     "evaluate": Stage("evaluate", _evaluate, c.QUERY_ID),
     "sweep": Stage("sweep", _sweep, c.QUERY_ID),
 }
