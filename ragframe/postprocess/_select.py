@@ -158,53 +158,62 @@ def _walked_again(
 ) -> pl.DataFrame:
     """The second pass: the queries of ``short`` (each with its first row's rank in the
     whole ranking, ``c.T_BASE``) ranked again in full, in input order (the ranking's
-    tie-break), and walked over their reachable prefix. A row's rank in the whole
-    ranking is its query's first rank plus its position in the query."""
-    rest = rows.filter(pl.col(c.QUERY_ID).is_in(short[c.QUERY_ID].implode()))
+    tie-break), and walked over their reachable prefix: those rows, each with its row
+    of ``rows`` (``c.T_AT``), its rank and whether the walk keeps it (``c.T_SELECTED``,
+    rule 4 too). A row's rank in the whole ranking is its query's first rank plus its
+    position in the query."""
+    at = pl.int_range(rows.height, dtype=pl.Int64).alias(c.T_AT)
+    rest = rows.with_columns(at).filter(pl.col(c.QUERY_ID).is_in(short[c.QUERY_ID].implode()))
     places = ranking(rest[c.QUERY_ID], rest[c.RANKING_SCORE].to_numpy(), width)
     rest = rest.with_columns(pl.Series(c.T_POSITION, places.position)).join(
         short, on=c.QUERY_ID, how="left", maintain_order="left"
     )
     rest = rest.with_columns((pl.col(c.T_BASE) + pl.col(c.T_POSITION)).alias(c.T_RANK))
     reach = _reachable(_started(rest.sort(c.T_RANK)), rules.top_k, rules.typed)
-    return _walked(reach.drop(c.T_BASE), text, rules)
+    walked = _walked(reach, text, rules)
+    return walked.select(c.T_AT, c.T_RANK, c.T_START, _keep(rules).alias(c.T_SELECTED))
 
 
 def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
     """Rules 1-4 over ``rows`` (the canonical candidates of whole queries, in input
     order, each with ``c.RANKING_SCORE`` (:func:`_score`), ``c.T_SIM`` and
-    ``c.T_ROW``, its text's row of ``text``): the rows each query keeps, in any order,
-    with ``c.T_RANK`` (the row's place in the whole ranking: queries ascending, each in
-    its order), ``c.T_START``, the group key (:func:`group_key`) and the optional
-    columns the input lacks.
+    ``c.T_ROW``, its text's row of ``text``): the rows each query keeps, in input
+    order, with ``c.T_RANK`` (the row's place in the whole ranking: queries ascending,
+    each in its order), ``c.T_START``, the group key (:func:`group_key`) and the
+    optional columns the input lacks.
 
     The first pass walks each query's first :func:`first_pass_width` candidates (found
     without sorting: :func:`ragframe.postprocess._rank.ranking` with a head): where it
     selects top_k of them, the walk stops there whatever follows, as it does unless
     repeats are common. The second walks again only the queries the first did not fill
-    and that have more candidates, when there are any (:func:`_walked_again`).
+    and that have more candidates, when there are any (:func:`_walked_again`). The
+    walks read only the columns they need; the kept rows are taken from ``rows`` once.
     """
     width = first_pass_width(rules.top_k)
     places = ranking(rows[c.QUERY_ID], rows[c.RANKING_SCORE].to_numpy(), width, head=width)
     in_head = places.position < width
-    head = np.flatnonzero(in_head)  # a filter, not a gather: that copies texts in chunks
-    first = rows.filter(pl.Series(in_head)).with_columns(
-        pl.Series(c.T_RANK, places.rank[head]),
-        pl.Series(c.T_START, places.position[head] == 0),
-    )
+    head = np.flatnonzero(in_head)
+    rank, start = places.rank, places.position == 0
+    needed = [c.T_ROW, c.QUERY_ID, c.T_SIM, *entity_key(rules.typed)]
+    first = rows.select(needed).filter(pl.Series(in_head))  # a filter: no text copied
+    first = first.with_columns(pl.Series(c.T_RANK, rank[head]), pl.Series(c.T_START, start[head]))
     first = _walked(first.with_columns(pl.Series(c.T_MORE, places.more[head])), text, rules)
     # the queries the first pass leaves short of top_k that have more candidates
     unfilled = pl.col(c.T_MORE) & (pl.col(c.T_COUNT) < rules.top_k)
-    keep = _keep(rules)
-    done = first.filter(keep & ~unfilled)
-    columns = [*rows.columns, c.T_RANK, c.T_START]
+    keep = np.zeros(rows.height, dtype=np.bool_)
+    keep[head] = first.select(_keep(rules) & ~unfilled).to_series().to_numpy()
     short = first.filter(pl.col(c.T_START) & unfilled)
     if short.height:  # decided from the counts: most runs never walk again
         short = short.select(c.QUERY_ID, pl.col(c.T_RANK).alias(c.T_BASE))
-        again = _walked_again(rows, short, text, rules, width).filter(keep)
-        done = pl.concat([done.select(columns), again.select(columns)])
-    return done.select(*columns, *group_key(rules.zero, rules.typed), *rules.absent).drop(
-        c.RANKING_SCORE
+        again = _walked_again(rows, short, text, rules, width)
+        at = again[c.T_AT].to_numpy()
+        rank, start = rank.copy(), start.copy()
+        rank[at], start[at] = again[c.T_RANK].to_numpy(), again[c.T_START].to_numpy()
+        keep[at] = again[c.T_SELECTED].to_numpy()
+    places_of = [pl.Series(c.T_RANK, rank), pl.Series(c.T_START, start)]
+    kept = rows.with_columns(places_of).filter(pl.Series(keep))
+    return kept.select(
+        pl.exclude(c.RANKING_SCORE), *group_key(rules.zero, rules.typed), *rules.absent
     )
 
 
@@ -245,7 +254,12 @@ def rows_and_text(
         rows = parts.with_columns(at.alias(c.T_ROW))
         return rows, rows
     n = parts.height - parts[c.T_ROW].null_count()  # the store's rows have no T_ROW
-    return parts.drop(side).head(n), parts.select(side).slice(n)
+    # built from the columns: a frame's drop or select would first align the chunks of
+    # every column, the source's texts too (the batch's columns are in chunks of
+    # different lengths); the candidates' columns are made one chunk each, once: every
+    # filter and select of the selection would align them again
+    rows = pl.DataFrame([parts[name].head(n) for name in parts.columns if name not in side])
+    return rows.rechunk(), pl.DataFrame([parts[name].slice(n) for name in side])
 
 
 def _selection_kernel(rules: Rules, in_source: bool) -> Callable[[pl.DataFrame], pl.DataFrame]:
