@@ -152,9 +152,9 @@ def add_partition_size(parser: argparse.ArgumentParser, rows: bool, default: int
     """``--rows-per-partition`` (``rows``) or ``--text-per-partition``: how much each
     partition of a dataset run holds (peak memory grows with it)."""
     if rows:
-        what = "input rows per partition (whole queries)"
+        what = "input rows per partition (whole queries; the local engine's)"
     else:
-        what = "bytes of documents' content per partition"
+        what = "bytes of documents' content per partition (the local engine's)"
     parser.add_argument(
         "--" + PARTITION_SIZES[not rows].replace("_", "-"),
         type=positive,

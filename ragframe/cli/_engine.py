@@ -53,19 +53,28 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "'ragframe[dask]'); ray: a Ray cluster (pip install 'ragframe[ray]')",
     )
     group.add_argument(
-        "--scheduler", metavar="ADDRESS", help="Dask scheduler (default: a local cluster)"
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a running Dask scheduler, tcp://HOST:8786 (default: a local cluster, started "
+        "for the run)",
     )
     group.add_argument(
-        "--ray-address", metavar="ADDRESS", help="Ray cluster (default: a local Ray)"
+        "--ray-address",
+        metavar="ADDRESS",
+        help="a running Ray cluster, HOST:6379 or ray://HOST:10001 (default: a local Ray, "
+        "started for the run)",
     )
     group.add_argument(
-        "--partitions", type=integer, metavar="N", help="partitions (default: from the rows)"
+        "--partitions",
+        type=integer,
+        metavar="N",
+        help="the engine's partitions (--engine dask or ray; default: from the rows)",
     )
     group.add_argument(
         "--connect-timeout",
         type=number,
         metavar="SECONDS",
-        help="how long --scheduler or --ray-address has to answer before the run fails "
+        help="how many seconds --scheduler or --ray-address has to answer before the run fails "
         f"(default: ${_connect.ENVIRONMENT}, else {_connect.CONNECT_TIMEOUT:g})",
     )
 

@@ -89,6 +89,9 @@ chunk = CHUNK.on(
     input positions of about equal row counts, cut from the Parquet footers' row counts,
     else from a count of each piece's rows), so the parts, in order, hold the chunks in
     the single-machine order (documents in input order, chunks ascending) and
-    ``collect`` equals ``ragframe.chunk(...).collect()``. ``documents``: a Dask frame or
-    Parquet files; ``output``, ``collect``, ``partitions`` as for :func:`postprocess`.""",
+    ``collect`` equals ``ragframe.chunk(...).collect()``. ``documents``: a Dask frame,
+    Parquet files or a Polars/Arrow frame; ``config``: a :class:`ragframe.WindowConfig` or
+    its fields as a mapping; ``output``, ``collect``, ``partitions`` as for
+    :func:`postprocess`. Returns a Dask frame of chunks (lazy), the Polars frame
+    (``collect``) or the written dataset's path (``output``).""",
 )

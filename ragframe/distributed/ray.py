@@ -57,6 +57,7 @@ sweep = SWEEP.on(
 chunk = CHUNK.on(
     _engine,
     """:func:`ragframe.chunk` on Ray: partitions of consecutive documents, in order (see
-    :func:`ragframe.distributed.dask.chunk`); ``documents``: a Ray dataset or Parquet
-    files.""",
+    :func:`ragframe.distributed.dask.chunk`); ``documents``: a Ray dataset, Parquet
+    files or a Polars/Arrow frame. Returns a Ray dataset of chunks (lazy), the Polars
+    frame (``collect``) or the written dataset's path (``output``).""",
 )
