@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from ragframe import _arrow
 from ragframe import schema as c
 from ragframe.postprocess._budget import JAVA_WHITESPACE
-from ragframe.postprocess._inputs import _first_rows, store_key
 from ragframe.postprocess._kernels import _contains, _merge, _order, _overlap, _text, _walk
 from ragframe.postprocess._kernels._overlap import MIN_OVERLAP
 from ragframe.reference._text import skip_units
@@ -219,31 +218,6 @@ def test_the_plain_overlap_search_compares_its_first_bytes_within_every_place() 
     """Every place the plain search tries has at least MIN_OVERLAP bytes after it, and
     it compares VERIFY_FIRST of them one by one: that must fit."""
     assert _overlap.VERIFY_FIRST < MIN_OVERLAP
-
-
-@pytest.mark.parametrize("key", ["int128", "struct"])
-@pytest.mark.parametrize("order", ["sorted", "shuffled", "nulls", "sorted nulls"])
-def test_first_rows_of_a_store_key_equal_is_first_distinct(key: str, order: str) -> None:
-    """The chunk store's dedupe: sorted keys are compared with their neighbours, any
-    other order (or nulls in a two-column key) goes to is_first_distinct; both must
-    agree with is_first_distinct itself."""
-    rng = np.random.default_rng(len(key) + len(order))
-    entity = rng.integers(-3, 3, size=500) * (2**62)
-    chunk = rng.integers(-2, 3, size=500)
-    frame = pl.DataFrame({c.ENTITY_ID: entity, c.CHUNK_INDEX: chunk})
-    if "nulls" in order:
-        chunk_or_null = pl.when(pl.col(c.CHUNK_INDEX) != 0).then(pl.col(c.CHUNK_INDEX))
-        frame = frame.with_columns(chunk_or_null.alias(c.CHUNK_INDEX))
-    if key == "struct":
-        frame = frame.with_columns(pl.col(c.ENTITY_ID).cast(pl.String))
-    if "sorted" in order:  # nulls first
-        frame = frame.sort(c.ENTITY_ID, c.CHUNK_INDEX, maintain_order=True)
-    exprs = store_key(frame.schema[c.ENTITY_ID])
-    column = pl.struct(c.ENTITY_ID, c.CHUNK_INDEX) if key == "struct" else exprs[0]
-    keys = frame.select(column.alias("key")).to_series()
-    if "sorted" in order and key == "int128":
-        keys = keys.sort()  # by the key itself: null keys first
-    assert _first_rows(keys).to_list() == keys.is_first_distinct().to_list()
 
 
 WALK_ALPHABET = [

@@ -481,8 +481,7 @@ def test_chunk_store_with_doc_id_and_missing_chunks(mode: str) -> None:
 def test_chunk_store_first_row_wins_where_a_key_repeats(ids: type[pl.DataType], order: str) -> None:
     """A repeated (entity, chunk index) in the store: its first row gives the text,
     whether the store is sorted by key (repeats side by side) or not. Keys at the ends
-    of the integer range and null keys (which match nothing, and sort first) included.
-    (:func:`ragframe.postprocess._inputs._first_rows` is tested directly in test_kernels.)"""
+    of the integer range and null keys (which match nothing, and sort first) included."""
     big, small = 2**63 - 1, -(2**63)
     store = pl.DataFrame(
         {
