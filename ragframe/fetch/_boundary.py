@@ -1,12 +1,14 @@
 """Fragment edges moved to boundary characters, and the fragments' text, for all pairs.
 
-Lucene's ``SimpleBoundaryScanner`` (rules in :mod:`ragframe.fetch._highlight`), as a numpy
-kernel over the content column's UTF-8 buffer: character offsets are mapped to bytes
-with one binary search over the continuation bytes, the ``boundary_max_scan`` characters
-beside every edge are looked at one step at a time for *all* edges together (the Python
-loop runs once per scanned character, never per fragment), and each fragment's text is
-a zero-copy view of the buffer. Slicing the content string per fragment instead costs
-a walk from the start of the document for every fragment.
+Lucene's ``SimpleBoundaryScanner`` (rules in :mod:`ragframe.fetch._highlight`) as numpy
+over whole buffers, never a Python step per fragment. Documents with multi-byte
+characters: their UTF-8 bytes end to end, character offsets mapped to bytes with one
+binary search over the continuation bytes, the ``boundary_max_scan`` characters beside
+every edge looked at one step at a time for *all* edges together (the Python loop runs
+once per scanned character). ASCII-only documents (characters are bytes): read where
+they are, in their Arrow buffers (no copy), each edge's whole scan window at once.
+Each fragment's text is a zero-copy view of the bytes. Slicing the content string per
+fragment instead costs a walk from the start of the document for every fragment.
 """
 
 from __future__ import annotations
