@@ -140,3 +140,28 @@ def test_documents_split_over_threads_give_the_same_candidates(
     several = _terms.candidate_tokens(docs).sort("doc_id", "start")
     assert several.equals(one)
     assert set(one["doc_id"]) >= {0, len(texts) - 1}
+
+
+@given(
+    st.lists(st.text(alphabet="ab .!\n", max_size=80), min_size=1, max_size=5),
+    st.data(),
+)
+def test_ascii_documents_read_in_place_give_the_same_edges(texts: list[str], data: Any) -> None:
+    """The boundary scan over ASCII documents read in place (short ones inline in their
+    views, long ones in the data buffers) equals the scan over their bytes end to end."""
+    from ragframe.fetch import _boundary
+
+    spans = [sorted(data.draw(st.lists(st.integers(0, len(t)), max_size=3)) * 2) for t in texts]
+    docs = pl.DataFrame(
+        {
+            "content": texts,
+            "__rf_order": [[100 * i + k for k in range(len(s) // 2)] for i, s in enumerate(spans)],
+            "start": [s[0::2] for s in spans],
+            "end": [[e + 5 for e in s[1::2]] for s in spans],
+        },
+        schema_overrides={"__rf_order": pl.List(pl.UInt32)},
+    )
+    stop = np.array([ord(ch) for ch in " .!\u3002"], dtype=np.int64)  # one not a byte
+    for scan in (0, 1, 4, 30):
+        got = _boundary._ascii_edges(docs, stop, scan).sort("__rf_order")
+        assert got.equals(_boundary._edges(docs, stop, scan).sort("__rf_order"))

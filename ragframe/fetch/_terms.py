@@ -141,12 +141,14 @@ def _block_candidates(
 def _ascii_candidates(
     content: pl.Series, rows: Ints, table: npt.NDArray[np.bool_], bits: int
 ) -> _Block:
-    """:func:`_block_candidates` of ASCII-only documents, in one compiled pass
+    """:func:`_block_candidates` of the rows ``rows`` of the frame, ASCII-only documents
+    (``content``: the frame's whole column, not a copy of theirs), in one compiled pass
     (:func:`ragframe.fetch._ascii.ascii_candidates`; bytes are characters there) that
     reads them in place; the tokens are views of the same bytes."""
     from ragframe._kernels._compile import frozen  # only for large inputs
 
     address, length, cells = string_addresses(content)
+    address, length = address[rows], length[rows]
     offsets = np.zeros(length.size + 1, dtype=np.int64)
     np.cumsum(length, out=offsets[1:])
     params = np.array(
@@ -173,10 +175,10 @@ def _ascii_candidates(
     ends = np.concatenate([p[1] for p in parts])
     doc = np.searchsorted(offsets, starts, side="right") - 1
     start, end = starts - offsets[doc], ends - offsets[doc]
-    at = cells.position[doc] + start
+    row = rows[doc]
     return _Block(
-        rows[doc],
-        string_views(cells.buffers, cells.source[doc], at, end - start),
+        row,
+        string_views(cells.buffers, cells.source[row], cells.position[row] + start, end - start),
         start,
         end,
         np.zeros(0, dtype=np.int64),
@@ -256,7 +258,7 @@ def candidate_tokens(docs: pl.DataFrame) -> pl.DataFrame:
     blocks = _blocks(content.gather(other), other, table, bits)
     if plain.any():
         ascii_rows = np.flatnonzero(plain)
-        blocks.append(_ascii_candidates(content.gather(ascii_rows), ascii_rows, table, bits))
+        blocks.append(_ascii_candidates(content, ascii_rows, table, bits))
     before = np.cumsum([0] + [b.start.size for b in blocks[:-1]])
     multi = np.concatenate([b.multi + at for b, at in zip(blocks, before, strict=True)])
     tokens = pl.concat([b.tokens for b in blocks], rechunk=False)
