@@ -314,3 +314,56 @@ def test_row_views_read_the_rows_asked_for_in_place(
     read = [ctypes.string_at(int(a), int(n)).decode() if n else "" for a, n in pairs]
     assert read == [values[r] or "" if r >= 0 else "" for r in rows]
     del alive
+
+
+def test_one_thread_runs_a_kernels_parts_as_one_on_the_calling_thread() -> None:
+    """Within ``one_thread`` a kernel call is one part on the calling thread (no pool);
+    without it, a large call is cut at the starts given."""
+    import threading
+
+    from ragframe._kernels._parts import in_parts, one_thread
+
+    seen: list[tuple[tuple[int, int], int]] = []
+
+    def run(part: tuple[int, int]) -> None:
+        seen.append((part, threading.get_ident()))
+
+    starts = np.arange(0, 200_000, 10)
+    in_parts(run, starts, 200_000)
+    assert sorted(part for part, _ in seen)[0][0] == 0
+    assert all(lo % 10 == 0 for (lo, _), _ in seen)
+    seen.clear()
+    with one_thread():
+        in_parts(run, starts, 200_000)
+    assert seen == [((0, 200_000), threading.get_ident())]
+
+
+def test_kernels_on_two_threads_at_once_give_what_they_give_alone() -> None:
+    """postprocess on two threads at once, each running its kernels as one part
+    (``one_thread``), gives each input's blocks exactly as a call alone does: the
+    kernels share no state between calls."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import ragframe
+    from ragframe._kernels._parts import one_thread
+
+    words = [f"w{i} some words here." for i in range(60)]
+    rows = [
+        cand(e, " ".join(words[k : k + 8]), 1.0 - 0.01 * k, k, query_id=q)
+        for q in range(40)
+        for e in (1, 2, 3)
+        for k in range(q % 5, q % 5 + 6)
+    ]
+    inputs = [frame(rows), frame(rows[::-1])]
+    cfg = config(3, 0.2, 1, 4, 400, 200)
+    alone = [ragframe.postprocess(x, cfg).collect() for x in inputs]
+    assert all(a.height > 40 for a in alone)
+
+    def run(x: pl.DataFrame) -> pl.DataFrame:
+        with one_thread():
+            return ragframe.postprocess(x, cfg).collect()
+
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(3):
+            both = list(pool.map(run, inputs))
+            assert all(a.equals(b) for a, b in zip(alone, both, strict=True))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -22,6 +24,25 @@ minimal plan 1.37x and 1.43x with 8 parts per CPU against 1.53x and 1.64x with o
 (``benchmarks/bench_floor.py``: within the noise)."""
 
 
+_HERE = threading.local()
+"""``one``: this thread runs its kernels' parts itself (:func:`one_thread`)."""
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Meanwhile, kernels called on this thread run as one part on it (no pool): for a
+    caller that runs several kernel calls at once on threads of its own (halves of the
+    queries), where each call's own pool would put two threads on every CPU. The
+    kernels release the GIL and share no state between calls, so calls on several
+    threads at once are safe."""
+    before = getattr(_HERE, "one", False)
+    _HERE.one = True
+    try:
+        yield
+    finally:
+        _HERE.one = before
+
+
 def _threads() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -32,11 +53,15 @@ def _threads() -> int:
 def in_parts(run: Callable[[tuple[int, int]], None], starts: I64, n: int) -> None:
     """Call ``run((lo, hi))`` on parts of ``range(n)`` that begin at ``starts`` (where a
     query or a group begins), :data:`PARTS_PER_THREAD` per CPU, on one thread per CPU at
-    once: the kernels release the GIL.
+    once: the kernels release the GIL. On one CPU, or within :func:`one_thread`, one
+    part on the calling thread.
 
     A fresh pool per call: cheap next to the work, and safe after ``fork``.
     """
     threads = _threads()
+    if threads == 1 or getattr(_HERE, "one", False):  # one part: the same results
+        run((0, n))
+        return
     parts = min(threads * PARTS_PER_THREAD, max(1, n // PARALLEL_ROWS))
     at = np.searchsorted(starts, np.arange(1, parts) * n // parts)
     cuts = starts[np.minimum(at, len(starts) - 1)] if len(starts) else starts

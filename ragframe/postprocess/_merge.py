@@ -224,17 +224,19 @@ def _frame(
     members = _runs(rows, blocks.lengths)
     count = m.chunk_count[rows]
     text, chars, cut = texts
+    group_first = parts.select(c.ENTITY_TYPE, c.ENTITY_ID)[group_heads]  # one gather each
+    block_first = parts.select(pl.col(column).alias(name) for column, name in first.items())
     return pl.DataFrame(
         {
-            **{name: parts[name].gather(group_heads) for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
-            **{name: parts[column].gather(heads) for column, name in first.items()},
+            **group_first.to_dict(),
+            **block_first[heads].to_dict(),
             c.END_CHUNK_INDEX: m.end_chunk_index[rows],
             c.TEXT: text,
             c.T_CHARS: m.chars[rows],
             c.MAX_SIMILARITY: m.max_similarity[rows],
             c.AVG_SIMILARITY: m.sum_similarity[rows] / count,
             c.SOURCE_CHUNK_COUNT: count,
-            c.RERANK_SCORE: pl.Series(blocks.rerank).fill_nan(None),
+            c.RERANK_SCORE: pl.Series(blocks.rerank, nan_to_null=True),
             c.RANKING_SCORE: blocks.score,
             c.CHUNK_INDEXES: int64_lists(blocks.lengths, rows_in.chunk_index[members]),
             c.BLOCK_RANK: blocks.block_rank,
