@@ -20,7 +20,7 @@ import polars as pl
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe.cli._common import integer, number
+from ragframe.cli._common import PARTITION_SIZES, integer, number
 from ragframe.cli._options import config_from_args
 from ragframe.distributed import _connect
 from ragframe.driver._sources import (
@@ -95,6 +95,11 @@ def on_engine(args: argparse.Namespace) -> bool:
         raise ConfigError(
             "--partitions is for --engine dask or ray (the local engine sizes its "
             "partitions by --rows-per-partition where it has them)"
+        )
+    for size in (s for s in PARTITION_SIZES if getattr(args, s, None) and args.engine != "local"):
+        raise ConfigError(
+            f"--{size.replace('_', '-')} is for the local engine (--engine {args.engine} "
+            "sizes its partitions by --partitions)"
         )
     return bool(args.engine != "local")
 
