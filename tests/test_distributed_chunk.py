@@ -96,8 +96,17 @@ def _chunk_cli(out: str, *extra: str, docs: str) -> None:
     assert main([*argv, *extra]) == 0
 
 
+def _keys(summary: str) -> list[str]:
+    """The summary's lines as key and value (the run's seconds left out)."""
+    lines = [" ".join(line.split()) for line in summary.splitlines()[1:]]
+    return [line for line in lines if not line.startswith("seconds ")]
+
+
 def test_cli_chunk_on_an_engine_writes_what_the_local_command_writes(
-    engine: tuple[str, Any, Any], documents: tuple[list[str], pl.DataFrame], tmp_path: Path
+    engine: tuple[str, Any, Any],
+    documents: tuple[list[str], pl.DataFrame],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     name, _, cluster = engine
     folder = os.path.dirname(documents[0][0])
@@ -106,7 +115,11 @@ def test_cli_chunk_on_an_engine_writes_what_the_local_command_writes(
         on += ["--scheduler", cluster.scheduler.address]
     for out in ("c.jsonl", "c.parquet", "parts/"):
         _chunk_cli(f"{tmp_path}/local/{out}", docs=folder)  # a folder keeps its final "/"
+        here = _keys(capsys.readouterr().out)
         _chunk_cli(f"{tmp_path}/{name}/{out}", *on, docs=folder)
+        there = _keys(capsys.readouterr().out)  # the local summary's lines, partitions too
+        assert there[-3:] == ["partitions 3", f"output {tmp_path}/{name}/{out}", f"engine {name}"]
+        assert here[-2].startswith("partitions ") and there[:-3] == here[:-2]
     local, got = tmp_path / "local", tmp_path / name
     assert (got / "c.jsonl").read_bytes() == (local / "c.jsonl").read_bytes()
     assert pq.read_schema(got / "c.parquet") == pq.read_schema(local / "c.parquet")

@@ -20,7 +20,7 @@ import polars as pl
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe.cli._common import PARTITION_SIZES, integer, number
+from ragframe.cli._common import PARTITION_SIZES, first_line, integer, number
 from ragframe.cli._options import config_from_args
 from ragframe.distributed import _connect
 from ragframe.driver._sources import (
@@ -172,8 +172,7 @@ def _not_started(
     engine: str, address: str | None, exc: BaseException, expected: str
 ) -> RagframeError:
     """The one-line error of a cluster that could not be reached or started."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    detail = lines[0] if lines else type(exc).__name__
+    detail = first_line(exc)
     if address:
         return RagframeError(
             f"cannot reach the {engine} cluster at {address}: {detail}; expected the address "
@@ -256,11 +255,12 @@ def _parts(destination: str) -> Iterator[Path | str]:
 @contextmanager
 def _written(
     args: argparse.Namespace, run: Callable[[Path | str], Any], *, ordered: bool = False
-) -> Iterator[pl.LazyFrame]:
+) -> Iterator[tuple[pl.LazyFrame, int]]:
     """The parts the workers write (``run(folder)``: the written folder), committed as
     written when ``--output`` is a directory, else made into it by
     :func:`ragframe.driver._commit.assemble` (``ordered``: fetch's parts, always
-    assembled, a range of request order at a time); inside, a scan of the parts."""
+    assembled, a range of request order at a time); inside, a scan of the parts and
+    how many there are (one a partition: the summary's ``partitions``)."""
     from ragframe.driver import _commit
 
     with _parts(args.output) as folder:
@@ -269,7 +269,8 @@ def _written(
         else:
             written = run(folder)
             _commit.assemble(written, args.output, ordered=ordered)
-        yield _commit.scan_parts(_commit.part_files(written))
+        files = _commit.part_files(written)
+        yield _commit.scan_parts(files), len(files)
 
 
 def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -279,7 +280,7 @@ def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     config = config_from_args(PostprocessConfig, args)
     results, chunks = _parquet(args.results, "RESULTS"), _parquet(args.chunks, "--chunks")
     run = {"config": config, "chunks": chunks, "partitions": args.partitions}
-    with _written(args, lambda out: engine.postprocess(results, output=out, **run)) as scan:
+    with _written(args, lambda out: engine.postprocess(results, output=out, **run)) as (scan, n):
         found = (
             scan.select(
                 pl.col(c.QUERY_ID).n_unique(),
@@ -295,6 +296,7 @@ def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
         "blocks out": found[1],
         "characters out": int(found[2] or 0),
         "truncated blocks": int(found[3] or 0),
+        "partitions": n,
         "output": str(args.output),
     }
 
@@ -309,10 +311,10 @@ def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     run = {"sizes": args.sizes, "partitions": args.partitions}
     with _written(
         args, lambda out: engine.fetch(requests, documents, config, output=out, **run), ordered=True
-    ) as scan:
+    ) as (scan, n):
         counts = scan.group_by(c.STRATEGY).len().collect(engine="streaming")
     per = dict(zip(counts[c.STRATEGY].to_list(), counts["len"].to_list(), strict=True))
-    return {"rows": int(sum(per.values())), **per, "output": args.output}
+    return {"rows": int(sum(per.values())), **per, "partitions": n, "output": args.output}
 
 
 def _chunk(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -324,13 +326,15 @@ def _chunk(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     documents = _parquet(args.documents, "DOCUMENTS")
     assert documents is not None
     run = {"partitions": args.partitions}
-    with _written(args, lambda out: engine.chunk(documents, config, output=out, **run)) as scan:
+    with _written(args, lambda out: engine.chunk(documents, config, output=out, **run)) as ran:
+        scan, n = ran
         found = scan.select(pl.len(), pl.col(c.TEXT).str.len_chars().sum())
         chunks, characters = found.collect(engine="streaming").row(0)
     return {
         "documents": sum(parquet_rows(parquet_files(documents))),
         "chunks": chunks,
         "characters": int(characters or 0),
+        "partitions": n,
         "output": args.output,
     }
 
