@@ -20,7 +20,7 @@ import polars as pl
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe.cli._common import PARTITION_SIZES, first_line, integer, number
+from ragframe.cli._common import PARTITION_SIZES, first_line, integer
 from ragframe.cli._options import config_from_args
 from ragframe.distributed import _connect
 from ragframe.driver._sources import (
@@ -70,9 +70,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the engine's partitions (--engine dask or ray; default: from the rows)",
     )
-    group.add_argument(
+    group.add_argument(  # its text, checked by _connect.timeout: an error quotes it as typed
         "--connect-timeout",
-        type=number,
         metavar="SECONDS",
         help="how many seconds --scheduler or --ray-address has to answer before the run fails "
         f"(default: ${_connect.ENVIRONMENT}, else {_connect.CONNECT_TIMEOUT:g})",
@@ -147,9 +146,9 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     # prints the error as one line (ragframe.cli), so that log is left out.
     logging.getLogger("ray.data").setLevel(logging.CRITICAL)
     started = not ray.is_initialized()  # called from Python with Ray running: use it
+    client = str(args.ray_address).startswith("ray://")  # Ray Client's address, not GCS's
     try:
         if started and args.ray_address:  # answering within the timeout, or one error line
-            client = args.ray_address.startswith("ray://")
             seconds = _connect.timeout(args.connect_timeout)
             _connect.reach(args.ray_address, 10001 if client else 6379, seconds)
         if started:
@@ -160,7 +159,8 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
                 logging_level=logging.WARNING,
             )
     except Exception as exc:  # any failure to start or connect: one line, no traceback
-        raise _not_started("Ray", args.ray_address, exc, "HOST:6379") from None
+        form = "ray://HOST:10001" if client else "HOST:6379"
+        raise _not_started("Ray", args.ray_address, exc, form) from None
     try:
         yield ray_engine
     finally:
