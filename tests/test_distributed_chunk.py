@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,3 +137,27 @@ def test_position_ranges_cut_equal_rows_across_pieces() -> None:
     assert plan.highs == [2, (2 << 32) | 1]  # rows 0-2 of piece 0; to row 1 of piece 2
     assert position_ranges(5, [2]).partitions == 2  # no more ranges than rows
     assert position_ranges(4, []).partitions == 1
+
+
+@pytest.mark.slow
+def test_cli_on_a_local_ray_writes_nothing_on_stderr(tmp_path: Path) -> None:
+    """``--engine ray`` without ``--ray-address`` starts a local Ray (a new process, as
+    a user runs it): Ray's start-up warnings (token authentication enabled by default)
+    are left out, so standard error holds nothing but what the command says."""
+    pytest.importorskip("ray")
+    pl.DataFrame({"doc_id": [1, 2], "content": ["Größe " * 30, "x"]}).write_parquet(
+        tmp_path / "d.parquet"
+    )
+    argv = ["chunk", f"{tmp_path}/d.parquet", "--window", "40", "-o", "c.jsonl", "-q"]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}  # Ray's default
+    done = subprocess.run(
+        [sys.executable, "-m", "ragframe.cli", *argv, "--engine", "ray"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert main([*argv[:4], "-o", f"{tmp_path}/local.jsonl", "-q"]) == 0  # the local run's
+    assert (tmp_path / "c.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()

@@ -155,9 +155,11 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
             ray.init(  # Ray's notes on starting or connecting: left out, as its logs are
                 address=args.ray_address,
                 include_dashboard=False,
-                log_to_driver=False,
-                logging_level=logging.WARNING,
+                log_to_driver=False,  # a local Ray's start-up warnings ("Token authentication
+                # is enabled", its default) left out too; errors raise; the run's are shown
+                logging_level=logging.WARNING if args.ray_address else logging.ERROR,
             )
+            logging.getLogger("ray").setLevel(logging.WARNING)
     except Exception as exc:  # any failure to start or connect: one line, no traceback
         form = "ray://HOST:10001" if client else "HOST:6379"
         raise _not_started("Ray", args.ray_address, exc, form) from None
@@ -327,21 +329,19 @@ def _chunk(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     assert documents is not None
     run = {"partitions": args.partitions}
     with _written(args, lambda out: engine.chunk(documents, config, output=out, **run)) as ran:
-        scan, n = ran
-        found = scan.select(pl.len(), pl.col(c.TEXT).str.len_chars().sum())
+        found = ran[0].select(pl.len(), pl.col(c.TEXT).str.len_chars().sum())
         chunks, characters = found.collect(engine="streaming").row(0)
     return {
         "documents": sum(parquet_rows(parquet_files(documents))),
         "chunks": chunks,
         "characters": int(characters or 0),
-        "partitions": n,
+        "partitions": ran[1],
         "output": args.output,
     }
 
 
 def evaluate_on_engine(args: argparse.Namespace, qrels: Any) -> Any:
     """``ragframe evaluate`` on ``args.engine``: the per-query table."""
-
     if args.candidates:
         raise ConfigError(
             "--candidates with --engine: evaluate the blocks and the ranking in two runs"
