@@ -387,3 +387,30 @@ def test_generated_options_for_a_subclass() -> None:
     assert config_from_args(_Derived, args) == _Derived(ratio=0.5, size=7, mode="b")
     with pytest.raises(ValueError, match="unknown _Derived fields"):
         add_config_options(argparse.ArgumentParser(), _Derived, aliases={"nope": ["--n"]})
+
+
+@pytest.mark.parametrize("engine", ["dask", "ray"])
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        (["postprocess", "r.parquet"], "--rows-per-partition"),
+        (["fetch", "q.parquet", "d.parquet"], "--text-per-partition"),
+        (["chunk", "d.parquet", "--window", "40"], "--text-per-partition"),
+    ],
+)
+def test_local_partition_sizes_are_refused_on_the_engines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: str, command: list[str], option: str
+) -> None:
+    """A local engine's partition size with --engine dask|ray is one error line (not
+    ignored), before any input is read or a cluster started; without it, it is no error."""
+    out = tmp_path / "o.parquet"
+    argv = [*command, "-o", out, "--engine", engine, option, "1000"]
+    code, stdout, err = _cli(capsys, *argv)
+    assert code == 2 and stdout == ""
+    assert err == (
+        f"error: {option} is for the local engine (--engine {engine} sizes its partitions "
+        "by --partitions)\n"
+    )
+    assert not out.exists()
+    code, _, err = _cli(capsys, *command, "-o", out, "--engine", engine, "--partitions", "0")
+    assert err == "error: --partitions must be >= 1, got 0\n"  # the sizes left alone: None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+import re
 import signal
 import threading
 import time
@@ -334,11 +335,12 @@ def test_cli_engine_equals_local(name: str, tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ENGINES)
 def test_cli_engine_workers_write_every_output_as_local(
-    name: str, cranfield: Path, tmp_path: Path
+    name: str, cranfield: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """On an engine the workers write the parts and the driver commits them: a file, a
     directory of parts and fetch's request order all equal the local run, and nothing
-    but the outputs is left in the folder."""
+    but the outputs is left in the folder; the summary counts the partitions, as the
+    local one does."""
     pytest.importorskip("distributed" if name == "dask" else "ray")
     from ragframe.cli import main
 
@@ -346,7 +348,9 @@ def test_cli_engine_workers_write_every_output_as_local(
     args = ["postprocess", results, "--chunks", chunks, "-q"]
     assert main([*args, "-o", os.fspath(tmp_path / "local.parquet")]) == 0
     engine = ["--engine", name, "--partitions", "3"]
+    capsys.readouterr()
     assert main([*args, "-o", os.fspath(tmp_path / "e.parquet"), *engine]) == 0
+    assert re.search(r"\n  partitions +3\n", capsys.readouterr().out)
     assert main([*args, "-o", os.fspath(tmp_path / "parts") + "/", *engine]) == 0
     want = pl.read_parquet(tmp_path / "local.parquet")
     assert_frame_equal(pl.read_parquet(tmp_path / "e.parquet"), want)
@@ -364,7 +368,9 @@ def test_cli_engine_workers_write_every_output_as_local(
     docs = os.fspath(cranfield / "docs.parquet")
     fetch = ["fetch", os.fspath(tmp_path / "requests.parquet"), docs, "-q"]
     assert main([*fetch, "-o", os.fspath(tmp_path / "flocal.parquet")]) == 0
+    capsys.readouterr()
     assert main([*fetch, "-o", os.fspath(tmp_path / "fe.parquet"), *engine]) == 0
+    assert re.search(r"\n  partitions +3\n", capsys.readouterr().out)
     got, local = (pl.read_parquet(tmp_path / f) for f in ("fe.parquet", "flocal.parquet"))
     assert_frame_equal(got, local)
     left = sorted(p.name for p in tmp_path.iterdir())

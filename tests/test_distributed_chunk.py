@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,8 +98,17 @@ def _chunk_cli(out: str, *extra: str, docs: str) -> None:
     assert main([*argv, *extra]) == 0
 
 
+def _keys(summary: str) -> list[str]:
+    """The summary's lines as key and value (the run's seconds left out)."""
+    lines = [" ".join(line.split()) for line in summary.splitlines()[1:]]
+    return [line for line in lines if not line.startswith("seconds ")]
+
+
 def test_cli_chunk_on_an_engine_writes_what_the_local_command_writes(
-    engine: tuple[str, Any, Any], documents: tuple[list[str], pl.DataFrame], tmp_path: Path
+    engine: tuple[str, Any, Any],
+    documents: tuple[list[str], pl.DataFrame],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     name, _, cluster = engine
     folder = os.path.dirname(documents[0][0])
@@ -106,7 +117,11 @@ def test_cli_chunk_on_an_engine_writes_what_the_local_command_writes(
         on += ["--scheduler", cluster.scheduler.address]
     for out in ("c.jsonl", "c.parquet", "parts/"):
         _chunk_cli(f"{tmp_path}/local/{out}", docs=folder)  # a folder keeps its final "/"
+        here = _keys(capsys.readouterr().out)
         _chunk_cli(f"{tmp_path}/{name}/{out}", *on, docs=folder)
+        there = _keys(capsys.readouterr().out)  # the local summary's lines, partitions too
+        assert there[-3:] == ["partitions 3", f"output {tmp_path}/{name}/{out}", f"engine {name}"]
+        assert here[-2].startswith("partitions ") and there[:-3] == here[:-2]
     local, got = tmp_path / "local", tmp_path / name
     assert (got / "c.jsonl").read_bytes() == (local / "c.jsonl").read_bytes()
     assert pq.read_schema(got / "c.parquet") == pq.read_schema(local / "c.parquet")
@@ -122,3 +137,27 @@ def test_position_ranges_cut_equal_rows_across_pieces() -> None:
     assert plan.highs == [2, (2 << 32) | 1]  # rows 0-2 of piece 0; to row 1 of piece 2
     assert position_ranges(5, [2]).partitions == 2  # no more ranges than rows
     assert position_ranges(4, []).partitions == 1
+
+
+@pytest.mark.slow
+def test_cli_on_a_local_ray_writes_nothing_on_stderr(tmp_path: Path) -> None:
+    """``--engine ray`` without ``--ray-address`` starts a local Ray (a new process, as
+    a user runs it): Ray's start-up warnings (token authentication enabled by default)
+    are left out, so standard error holds nothing but what the command says."""
+    pytest.importorskip("ray")
+    pl.DataFrame({"doc_id": [1, 2], "content": ["Größe " * 30, "x"]}).write_parquet(
+        tmp_path / "d.parquet"
+    )
+    argv = ["chunk", f"{tmp_path}/d.parquet", "--window", "40", "-o", "c.jsonl", "-q"]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}  # Ray's default
+    done = subprocess.run(
+        [sys.executable, "-m", "ragframe.cli", *argv, "--engine", "ray"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert main([*argv[:4], "-o", f"{tmp_path}/local.jsonl", "-q"]) == 0  # the local run's
+    assert (tmp_path / "c.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()

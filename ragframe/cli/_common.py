@@ -150,7 +150,8 @@ def add_stream_options(parser: argparse.ArgumentParser) -> None:
 
 def add_partition_size(parser: argparse.ArgumentParser, rows: bool, default: int) -> None:
     """``--rows-per-partition`` (``rows``) or ``--text-per-partition``: how much each
-    partition of a dataset run holds (peak memory grows with it)."""
+    partition of a dataset run holds (peak memory grows with it). Not given: None (the
+    engines refuse it; the local run takes the dataset function's ``default``)."""
     if rows:
         what = "input rows per partition (whole queries; the local engine's)"
     else:
@@ -158,7 +159,6 @@ def add_partition_size(parser: argparse.ArgumentParser, rows: bool, default: int
     parser.add_argument(
         "--" + PARTITION_SIZES[not rows].replace("_", "-"),
         type=positive,
-        default=default,
         metavar="N",
         help=f"{what}; peak memory grows with it (default: {default:_})",
     )
@@ -179,7 +179,7 @@ def run_dataset(
     ``optional`` inputs given (by keyword; None: not given) into ``--output``, in
     partitions of the command's size, with its progress bar and output format; a failure
     reading or processing any input is one ``error:`` line (:func:`one_line_errors`)."""
-    size = {name: getattr(args, name) for name in PARTITION_SIZES if hasattr(args, name)}
+    size = {name: getattr(args, name) for name in PARTITION_SIZES if getattr(args, name, None)}
     sources = [*inputs, *(path for path in optional.values() if path)]
     with one_line_errors(*sources):
         return run(

@@ -20,7 +20,7 @@ import polars as pl
 
 from ragframe import io
 from ragframe import schema as c
-from ragframe.cli._common import integer, number
+from ragframe.cli._common import PARTITION_SIZES, first_line, integer
 from ragframe.cli._options import config_from_args
 from ragframe.distributed import _connect
 from ragframe.driver._sources import (
@@ -70,9 +70,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the engine's partitions (--engine dask or ray; default: from the rows)",
     )
-    group.add_argument(
+    group.add_argument(  # its text, checked by _connect.timeout: an error quotes it as typed
         "--connect-timeout",
-        type=number,
         metavar="SECONDS",
         help="how many seconds --scheduler or --ray-address has to answer before the run fails "
         f"(default: ${_connect.ENVIRONMENT}, else {_connect.CONNECT_TIMEOUT:g})",
@@ -95,6 +94,11 @@ def on_engine(args: argparse.Namespace) -> bool:
         raise ConfigError(
             "--partitions is for --engine dask or ray (the local engine sizes its "
             "partitions by --rows-per-partition where it has them)"
+        )
+    for size in (s for s in PARTITION_SIZES if getattr(args, s, None) and args.engine != "local"):
+        raise ConfigError(
+            f"--{size.replace('_', '-')} is for the local engine (--engine {args.engine} "
+            "sizes its partitions by --partitions)"
         )
     return bool(args.engine != "local")
 
@@ -142,20 +146,23 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     # prints the error as one line (ragframe.cli), so that log is left out.
     logging.getLogger("ray.data").setLevel(logging.CRITICAL)
     started = not ray.is_initialized()  # called from Python with Ray running: use it
+    client = str(args.ray_address).startswith("ray://")  # Ray Client's address, not GCS's
     try:
         if started and args.ray_address:  # answering within the timeout, or one error line
-            client = args.ray_address.startswith("ray://")
             seconds = _connect.timeout(args.connect_timeout)
             _connect.reach(args.ray_address, 10001 if client else 6379, seconds)
         if started:
             ray.init(  # Ray's notes on starting or connecting: left out, as its logs are
                 address=args.ray_address,
                 include_dashboard=False,
-                log_to_driver=False,
-                logging_level=logging.WARNING,
+                log_to_driver=False,  # a local Ray's start-up warnings ("Token authentication
+                # is enabled", its default) left out too; errors raise; the run's are shown
+                logging_level=logging.WARNING if args.ray_address else logging.ERROR,
             )
+            logging.getLogger("ray").setLevel(logging.WARNING)
     except Exception as exc:  # any failure to start or connect: one line, no traceback
-        raise _not_started("Ray", args.ray_address, exc, "HOST:6379") from None
+        form = "ray://HOST:10001" if client else "HOST:6379"
+        raise _not_started("Ray", args.ray_address, exc, form) from None
     try:
         yield ray_engine
     finally:
@@ -167,8 +174,7 @@ def _not_started(
     engine: str, address: str | None, exc: BaseException, expected: str
 ) -> RagframeError:
     """The one-line error of a cluster that could not be reached or started."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    detail = lines[0] if lines else type(exc).__name__
+    detail = first_line(exc)
     if address:
         return RagframeError(
             f"cannot reach the {engine} cluster at {address}: {detail}; expected the address "
@@ -251,11 +257,12 @@ def _parts(destination: str) -> Iterator[Path | str]:
 @contextmanager
 def _written(
     args: argparse.Namespace, run: Callable[[Path | str], Any], *, ordered: bool = False
-) -> Iterator[pl.LazyFrame]:
+) -> Iterator[tuple[pl.LazyFrame, int]]:
     """The parts the workers write (``run(folder)``: the written folder), committed as
     written when ``--output`` is a directory, else made into it by
     :func:`ragframe.driver._commit.assemble` (``ordered``: fetch's parts, always
-    assembled, a range of request order at a time); inside, a scan of the parts."""
+    assembled, a range of request order at a time); inside, a scan of the parts and
+    how many there are (one a partition: the summary's ``partitions``)."""
     from ragframe.driver import _commit
 
     with _parts(args.output) as folder:
@@ -264,7 +271,8 @@ def _written(
         else:
             written = run(folder)
             _commit.assemble(written, args.output, ordered=ordered)
-        yield _commit.scan_parts(_commit.part_files(written))
+        files = _commit.part_files(written)
+        yield _commit.scan_parts(files), len(files)
 
 
 def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -274,7 +282,7 @@ def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     config = config_from_args(PostprocessConfig, args)
     results, chunks = _parquet(args.results, "RESULTS"), _parquet(args.chunks, "--chunks")
     run = {"config": config, "chunks": chunks, "partitions": args.partitions}
-    with _written(args, lambda out: engine.postprocess(results, output=out, **run)) as scan:
+    with _written(args, lambda out: engine.postprocess(results, output=out, **run)) as (scan, n):
         found = (
             scan.select(
                 pl.col(c.QUERY_ID).n_unique(),
@@ -290,6 +298,7 @@ def _postprocess(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
         "blocks out": found[1],
         "characters out": int(found[2] or 0),
         "truncated blocks": int(found[3] or 0),
+        "partitions": n,
         "output": str(args.output),
     }
 
@@ -304,10 +313,10 @@ def _fetch(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     run = {"sizes": args.sizes, "partitions": args.partitions}
     with _written(
         args, lambda out: engine.fetch(requests, documents, config, output=out, **run), ordered=True
-    ) as scan:
+    ) as (scan, n):
         counts = scan.group_by(c.STRATEGY).len().collect(engine="streaming")
     per = dict(zip(counts[c.STRATEGY].to_list(), counts["len"].to_list(), strict=True))
-    return {"rows": int(sum(per.values())), **per, "output": args.output}
+    return {"rows": int(sum(per.values())), **per, "partitions": n, "output": args.output}
 
 
 def _chunk(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -319,20 +328,20 @@ def _chunk(engine: Any, args: argparse.Namespace) -> dict[str, Any]:
     documents = _parquet(args.documents, "DOCUMENTS")
     assert documents is not None
     run = {"partitions": args.partitions}
-    with _written(args, lambda out: engine.chunk(documents, config, output=out, **run)) as scan:
-        found = scan.select(pl.len(), pl.col(c.TEXT).str.len_chars().sum())
+    with _written(args, lambda out: engine.chunk(documents, config, output=out, **run)) as ran:
+        found = ran[0].select(pl.len(), pl.col(c.TEXT).str.len_chars().sum())
         chunks, characters = found.collect(engine="streaming").row(0)
     return {
         "documents": sum(parquet_rows(parquet_files(documents))),
         "chunks": chunks,
         "characters": int(characters or 0),
+        "partitions": ran[1],
         "output": args.output,
     }
 
 
 def evaluate_on_engine(args: argparse.Namespace, qrels: Any) -> Any:
     """``ragframe evaluate`` on ``args.engine``: the per-query table."""
-
     if args.candidates:
         raise ConfigError(
             "--candidates with --engine: evaluate the blocks and the ranking in two runs"

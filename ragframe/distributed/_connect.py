@@ -21,8 +21,9 @@ _RETRY = 0.2
 """Seconds between two tries of an address that refused (a cluster still starting)."""
 
 
-def timeout(given: float | None) -> float:
-    """The connect timeout: ``given``, else :data:`ENVIRONMENT`, else the default.
+def timeout(given: float | str | None) -> float:
+    """The connect timeout: ``given`` (a number, or its text as typed: ``--connect-timeout``),
+    else :data:`ENVIRONMENT`, else the default. A bad value is quoted as given.
 
     Raises:
         ConfigError: not a positive number of seconds.
