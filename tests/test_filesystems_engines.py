@@ -255,6 +255,26 @@ def test_workers_write_a_dataset_to_s3(
     assert not [k for k in keys(bucket) if "ragframe-tmp" in k]
 
 
+@pytest.mark.parametrize("name", ["dask", pytest.param("ray", marks=pytest.mark.slow)])
+def test_chunk_reads_and_writes_s3_on_each_worker_as_the_local_run(
+    name: str, bucket: str, request: pytest.FixtureRequest
+) -> None:
+    """chunk on an engine: documents read from S3 by the workers, the windows collected
+    and written to S3 as parts that, in order, are the local run's output."""
+    engine = _engine(name, request)
+    config = ragframe.WindowConfig(window_chars=400, overlap_chars=100)
+    want = ragframe.chunk(pl.read_parquet(DATA / "documents.parquet"), config).collect()
+    got = engine.chunk(f"s3://{bucket}/in/documents.parquet", config, collect=True, partitions=3)
+    assert_frame_equal(got, want)
+    prefix = f"{name}-chunks"
+    target = f"s3://{bucket}/{prefix}"
+    engine.chunk(f"s3://{bucket}/in/documents.parquet", config, output=target, partitions=2)
+    parts = keys(bucket, prefix)
+    assert parts == [f"{prefix}/part-0000{i}.parquet" for i in range(2)]
+    assert_frame_equal(pl.read_parquet([f"s3://{bucket}/{k}" for k in parts]), want)
+    assert not [k for k in keys(bucket) if "ragframe-tmp" in k]
+
+
 def _damage_similarity(body: bytes) -> bytes:
     """The ``similarity`` column's pages overwritten, the footer and ``query_id`` whole:
     the driver's listing and plan pass read it; only a worker's read fails."""
