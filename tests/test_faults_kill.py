@@ -130,9 +130,9 @@ def test_local_command_killed_mid_write_leaves_the_older_output(
     assert main(older) == 0
     before = out.read_bytes()
 
-    def writing() -> int | None:  # the command's temporary beside the output exists
+    def writing() -> int | None:  # the command's temporary beside the output holds data
         temps = [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}")]
-        return proc_pid[0] if temps else None
+        return proc_pid[0] if any(_holds_data(p) for p in temps) else None
 
     proc_pid: list[int] = []
     args = [*_postprocess_args(inputs, out), "--rows-per-partition", "20000"]
@@ -147,6 +147,16 @@ def test_local_command_killed_mid_write_leaves_the_older_output(
     assert len(list(out.parent.iterdir())) == 2  # the output and the killed run's temporary
     assert main(_postprocess_args(inputs, out)) == 0
     _assert_whole(subprocess.CompletedProcess([], 0), out, inputs[2])
+
+
+def _holds_data(path: Path) -> bool:
+    """Whether ``path`` exists with bytes in it: the run's own temporary, not the empty
+    file the write check creates and removes beside the output first (a kill seen on
+    that one found it gone, the run not yet writing)."""
+    try:
+        return path.stat().st_size > 0
+    except FileNotFoundError:
+        return False
 
 
 def _kill_when(ready: Callable[[], int | None], proc: subprocess.Popen[str]) -> None:
