@@ -9,6 +9,11 @@ from typing import Any
 
 import pytest
 
+RAY_SLOW = pytest.param("ray", marks=pytest.mark.slow)
+"""Ray as a test parameter where the default run has Dask already: each local Ray start
+costs 5-15 s, so the default run (CI) starts Ray for one module's tests only
+(``tests/test_distributed.py``) and the connect checks; ``-m slow`` runs the rest."""
+
 
 def dask_client() -> Iterator[Any]:
     pytest.importorskip("dask.dataframe")

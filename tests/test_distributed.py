@@ -384,7 +384,7 @@ def test_cli_engine_workers_write_every_output_as_local(
     ]
 
 
-@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("name", ["dask", clusters.RAY_SLOW])
 def test_a_broadcast_store_file_is_read_by_the_workers_again_when_rewritten(
     name: str,
     cranfield: Path,

@@ -20,6 +20,7 @@ from ragframe.cli import main
 from ragframe.dataset import postprocess_dataset
 from ragframe.driver._sources import parquet_files
 from ragframe.errors import RagframeError
+from tests import clusters
 
 RESULTS = pl.DataFrame(
     {
@@ -156,7 +157,7 @@ def _run(args: list[str], *, prefix: tuple[str, ...] = ()) -> subprocess.Complet
     )
 
 
-@pytest.mark.parametrize("engine", ["dask", "ray"])
+@pytest.mark.parametrize("engine", ["dask", clusters.RAY_SLOW])
 def test_engine_command_refuses_a_loop(tmp_path: Path, engine: str) -> None:
     pytest.importorskip("distributed" if engine == "dask" else "ray")
     root = dataset(tmp_path)

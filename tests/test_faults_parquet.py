@@ -21,6 +21,7 @@ from ragframe import io
 from ragframe.cli import main
 from ragframe.dataset import chunk_dataset, fetch_dataset, postprocess_dataset
 from ragframe.errors import DataError
+from tests import clusters
 
 RESULTS = pl.DataFrame(
     {
@@ -239,7 +240,7 @@ def _console(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("engine", ["dask", "ray"])
+@pytest.mark.parametrize("engine", ["dask", clusters.RAY_SLOW])
 @pytest.mark.parametrize(("damage", "layout"), [("footer", "dataset"), ("pages", "dataset")])
 def test_engine_command_prints_one_error_line(
     tmp_path: Path, engine: str, damage: str, layout: str

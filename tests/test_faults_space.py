@@ -169,12 +169,16 @@ FULL_CASES = [
     ("postprocess", "blocks/", "local"),
     ("chunk", "chunks.parquet", "local"),
     ("postprocess", "blocks.parquet", "dask"),
-    ("postprocess", "blocks.parquet", "ray"),
+    ("postprocess", "blocks.parquet", "ray"),  # -m slow (a Ray start: tests/clusters.py)
 ]
 
 
 @pytest.mark.parametrize(
-    ("case", "name", "engine"), FULL_CASES, ids=["-".join(c) for c in FULL_CASES]
+    ("case", "name", "engine"),
+    [
+        pytest.param(*c, id="-".join(c), marks=[pytest.mark.slow] * (c[2] == "ray"))
+        for c in FULL_CASES
+    ],
 )
 def test_disk_full(tmp_path: Path, case: str, name: str, engine: str) -> None:
     """The output folder is a 64 KiB tmpfs, mounted in a mount namespace of the command's

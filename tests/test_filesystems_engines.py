@@ -38,7 +38,7 @@ pytestmark = pytest.mark.filterwarnings(
 DATA = Path(__file__).resolve().parents[1] / "data"
 CONFIG = ragframe.PostprocessConfig(top_k=8, max_blocks=4, max_characters=3000)
 GRID = {"top_k": [4, 8], "max_characters": [1500, 3000]}
-ENGINES = ["dask", "ray"]
+ENGINES = ["dask", clusters.RAY_SLOW]  # Ray here: -m slow
 
 
 def _bytes(frame: pl.DataFrame) -> bytes:
@@ -195,7 +195,7 @@ def test_postprocess_and_fetch_read_s3_on_each_worker_as_the_local_run(
     assert_frame_equal(got, fetched)
 
 
-@pytest.mark.parametrize("name", ["dask", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ENGINES)
 def test_evaluate_and_sweep_read_s3_on_each_worker_as_the_local_run(
     name: str, bucket: str, request: pytest.FixtureRequest
 ) -> None:
@@ -255,7 +255,7 @@ def test_workers_write_a_dataset_to_s3(
     assert not [k for k in keys(bucket) if "ragframe-tmp" in k]
 
 
-@pytest.mark.parametrize("name", ["dask", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ENGINES)
 def test_chunk_reads_and_writes_s3_on_each_worker_as_the_local_run(
     name: str, bucket: str, request: pytest.FixtureRequest
 ) -> None:
