@@ -5,16 +5,12 @@ no terminal), and its output equals the compiled kernels' (the suite's own setti
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 
 from ragframe.cli import main
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.fresh import ROOT, run_fresh
 
 
 def _readme_job(out: Path) -> list[str]:
@@ -27,21 +23,9 @@ def _readme_job(out: Path) -> list[str]:
 
 
 def test_the_default_job_loads_no_numba_and_equals_the_compiled_run(tmp_path: Path) -> None:
+    script = "import sys\nfrom ragframe.cli import main\nassert main(sys.argv[1:]) == 0\n"
     args = _readme_job(tmp_path / "first")
-    script = (
-        "import sys\n"
-        "from ragframe.cli import main\n"
-        "assert main(sys.argv[1:]) == 0\n"
-        "loaded = sorted(m for m in ('numba', 'tqdm', 'asyncio') if m in sys.modules)\n"
-        "assert not loaded, loaded\n"
-    )
-    env = {**os.environ, "RAGFRAME_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("RAGFRAME_PYTHON_ROWS", None)
-    run = subprocess.run(
-        [sys.executable, "-c", script, *args], env=env, capture_output=True, text=True
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+    run_fresh(tmp_path, script, args, unloaded=("numba", "tqdm", "asyncio"))
     assert main(_readme_job(tmp_path / "compiled")) == 0  # the suite compiles (conftest)
     for name in ("summary.parquet", "per_query.parquet"):
         first = pl.read_parquet(tmp_path / "first" / name)

@@ -8,8 +8,6 @@ retrieve loads no numba. Lucene's own scores are checked on both forms in
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,9 +22,9 @@ import ragframe as rf
 from ragframe.retrieve import _small
 from ragframe.retrieve._vocab import Vocabulary
 from tests.conftest import require_cranfield
+from tests.fresh import ROOT, run_fresh
 from tests.test_retrieve import _text
 
-ROOT = Path(__file__).resolve().parents[1]
 FORMS = {"compiled": "0", "small": "1000000000"}
 """``$RAGFRAME_PYTHON_ROWS`` for each form: 0 compiles always; a billion rows keeps every
 call of these tests under :func:`_small.limit`."""
@@ -183,12 +181,9 @@ def test_the_default_data_retrieves_without_numba(tmp_path: Path) -> None:
         "chunks = pl.read_parquet('data/chunks.parquet')\n"
         "queries = pl.read_parquet('data/queries.parquet').rename({'query': 'text'})\n"
         "rf.retrieve(chunks, queries, k=20).collect().write_parquet(sys.argv[1])\n"
-        "assert 'numba' not in sys.modules, 'numba was loaded'\n"
     )
-    env = {**os.environ, "RAGFRAME_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("RAGFRAME_PYTHON_ROWS", None)
     out = tmp_path / "small.parquet"
-    subprocess.run([sys.executable, "-c", script, out], cwd=ROOT, env=env, check=True)
+    run_fresh(tmp_path, script, [out], unloaded=("numba",))
     chunks = pl.read_parquet(ROOT / "data" / "chunks.parquet")
     queries = pl.read_parquet(ROOT / "data" / "queries.parquet").rename({"query": "text"})
     with form("compiled"):
