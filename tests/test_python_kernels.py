@@ -171,7 +171,7 @@ def test_plain_text_helpers_equal_their_loops(texts: list[str]) -> None:
         data = np.frombuffer(text.encode(), np.uint8)
         for start in range(len(data) + 1):
             for end in (start, len(data)):
-                for helper in (_text.code_points, _text.normalized_length):
+                for helper in (_text.code_points, _text.normalized_length, _text.plain):
                     own = _compile.Lazy(_compile.marked_as(helper).function, "internal")
                     args = (data, start, end)
                     assert _compile.python_form(helper)(*args) == _compile.python_form(own)(*args)

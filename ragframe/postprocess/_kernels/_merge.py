@@ -14,11 +14,11 @@ import polars as pl
 from ragframe._arrow import U8, string_addresses
 from ragframe._kernels._ahead import sample
 from ragframe._kernels._buffers import copy_bytes, longest_text, read_ahead
-from ragframe._kernels._compile import F64, I64, ZERO, Bools, compiled, frozen
+from ragframe._kernels._compile import F64, I64, ZERO, Bools, compiled, frozen, internal
 from ragframe._kernels._parts import in_parts
 from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
 from ragframe.postprocess._kernels._pieces import Texts, append_piece, block_range, truncated
-from ragframe.postprocess._kernels._text import code_points
+from ragframe.postprocess._kernels._text import code_points, plain
 from ragframe.tokens._kernels._bpe import is_ascii
 from ragframe.tokens._kernels._count import (
     Cache,
@@ -93,9 +93,9 @@ def _merge(
         at = ZERO
     text = buffer[at:]  # the current block's
     widest = longest_text(length)
-    nxt = np.empty(widest, dtype=np.uint8)
-    tail = np.empty(widest, dtype=np.uint8)
-    fail = np.empty(widest, dtype=np.int64)
+    kmp = (np.empty(widest, dtype=np.uint8), np.empty(widest, dtype=np.uint8),
+           np.empty(widest, dtype=np.int64))  # fmt: skip
+    flat = False  # the current block's text has no two neighbouring bytes below 0x21
     b = -1  # the current block's first row
     used = ZERO  # the current block's bytes
     chars = 0  # the current block's length in code points
@@ -106,6 +106,7 @@ def _merge(
             block_tokens[lo] = -1
             return
         t0, t1 = ZERO, len(data)
+        ascii_only, runless = plain(data, t0, t1)  # one pass: counts and searches skip
         w = used  # a merge in tokens: the block's end with this row's part written
         append = False
         cut = t0  # where the appended text starts; -1: "\n" + the whole chunk
@@ -115,8 +116,9 @@ def _merge(
             if by_offsets:
                 cut, skipped = offsets_cut(data, t0, t1, start_char[r], end_char[r], char_end)
             elif used > 0 and t1 > t0:
-                cut, skipped = overlap_cut(text, ZERO, used, data, t0, t1, nxt, tail, fail)
-            total = code_points(data, t0, t1)
+                both = ascii_only and runless and flat
+                cut, skipped = overlap_cut(text, ZERO, used, data, t0, t1, kmp, both)
+            total = t1 - t0 if ascii_only else code_points(data, t0, t1)
             extra = total + 1 if cut < 0 else total - skipped
             if not in_tokens:
                 append = chars + extra <= cap
@@ -131,6 +133,7 @@ def _merge(
                     tokens, before, last = before + count, before + upto, last_at
         if append:
             piece[r] = cut
+            flat = flat and runless and _flat_join(text, used, data, cut, t1)
             used = w if in_tokens else append_piece(text, used, data, cut, t1)  # tokens: written
             chars += extra
             block_end[b] = chunk_index[r]
@@ -157,7 +160,8 @@ def _merge(
             b = r
             copy_bytes(data, text)
             used = t1
-            chars = code_points(data, t0, t1)
+            chars = t1 - t0 if ascii_only else code_points(data, t0, t1)
+            flat = runless
             char_end = end_char[r]
             block_end[r] = chunk_index[r]
             block_max[r] = sim[r]
@@ -173,6 +177,15 @@ def _merge(
         block_chars[b] = chars
         block_bytes[b] = used
         block_tokens[b] = tokens
+
+
+@internal
+def _flat_join(text: U8, used: int, data: U8, cut: int, end: int) -> bool:
+    """Whether appending ``data[cut:end]`` (``cut`` -1: "\n" and all of ``data``) after
+    ``text[:used]`` puts no two bytes below 0x21 side by side where they join."""
+    if cut < 0:  # "\n" is below 0x21: so may not be either neighbour
+        return (used == 0 or text[used - 1] > 32) and (end == 0 or data[0] > 32)
+    return used == 0 or cut >= end or text[used - 1] > 32 or data[cut] > 32
 
 
 @compiled

@@ -84,7 +84,7 @@ def _overlap_units(out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, budget
     if limit == x1 - x0 and normalized_length(out, tail, e1) == e1 - tail:
         # no whitespace run in the chunk or in the block's last ``limit`` bytes, so
         # normalized and raw positions agree: compare raw bytes, runs mapped to " "
-        return _overlap_plain(out[tail:e1], data[x0:x1], budget)
+        return _overlap_plain(out[tail:e1], data[x0:x1], budget, False)
     eight = np.uint64(8)
     head = np.uint64(0)
     pos = x0
@@ -159,7 +159,7 @@ def _any_head(address: int, head: np.uint64, mask: np.uint64) -> bool:
 
 
 @internal
-def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
+def _overlap_plain(tail: U8, chunk: U8, budget: int, ascii_only: bool) -> int:
     """:func:`_overlap_units` where raw bytes are normalized bytes (no whitespace run
     in ``tail``, the block's last bytes, or in ``chunk``; both trimmed, the chunk at
     least :data:`MIN_OVERLAP` bytes): the earliest place in ``tail`` whose rest is a
@@ -170,7 +170,7 @@ def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
     a branch, :func:`_any_head`: 370 -> 150 ns a 400-byte chunk against a 4-byte
     filter of 32 places at a time). A place that
     passes is compared :data:`VERIFY_FIRST` bytes one by one, then the rest at once
-    (:func:`_differing`)."""
+    (:func:`_differing`). ``ascii_only``: the chunk is ASCII (a byte is a code point)."""
     n, m = len(tail), len(chunk)
     lo, hi = max(0, n - m), n - MIN_OVERLAP + 1  # places: MIN_OVERLAP bytes from each
     head, mask = _head_filter(chunk)
@@ -192,7 +192,7 @@ def _overlap_plain(tail: U8, chunk: U8, budget: int) -> int:
         if j == VERIFY_FIRST:  # the rest at once, in a vectorized loop
             rest = tail[here + VERIFY_FIRST : n], chunk[VERIFY_FIRST:distance]
             if _differing(rest[0], rest[1]) == 0:
-                units = code_points(chunk, ZERO, distance)
+                units = distance if ascii_only else code_points(chunk, ZERO, distance)
                 return units if units >= MIN_OVERLAP else 0
             j = distance
         work += j
@@ -225,17 +225,39 @@ def _skip_plain(data: U8, start: int, end: int, units: int) -> int:
 
 
 @internal
+def _plain_units(out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, budget: int) -> int:
+    """:func:`_overlap_units` where the chunk is ASCII and neither text has two
+    neighbouring bytes below 0x21 (:func:`~._text.plain`): normalized bytes are the raw
+    bytes, so nothing is counted before the search (:func:`_overlap_plain`)."""
+    e0, e1 = trimmed(out, b0, b1)
+    x0, x1 = trimmed(data, t0, t1)
+    if e1 == e0 or x1 - x0 < MIN_OVERLAP:
+        return 0
+    return _overlap_plain(out[max(e0, e1 - (x1 - x0)) : e1], data[x0:x1], budget, True)
+
+
+@internal
 def overlap_cut(
-    out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, nxt: U8, tail: U8, fail: I64
-) -> tuple[int, int]:
+    out: U8, b0: int, b1: int, data: U8, t0: int, t1: int, scratch: tuple[U8, U8, I64],
+    flat: bool,
+) -> tuple[int, int]:  # fmt: skip
     """``remove_overlap(out[b0:b1], data[t0:t1])`` (both non-empty): the byte position
     in the chunk where the appended text starts, and the code points skipped; (-1, 0)
-    when no overlap is found (the seed appends "\n" + the whole chunk)."""
-    units = _overlap_units(out, b0, b1, data, t0, t1, 16 * (t1 - t0) + 256)
+    when no overlap is found (the seed appends "\n" + the whole chunk). ``flat``: the
+    chunk is ASCII and neither text has two neighbouring bytes below 0x21
+    (:func:`~._text.plain`), so no normalized length is counted and a unit is a byte;
+    ``scratch``: the linear-time search's buffers (:func:`_overlap_kmp`)."""
+    budget = 16 * (t1 - t0) + 256
+    if flat:
+        units = _plain_units(out, b0, b1, data, t0, t1, budget)
+    else:
+        units = _overlap_units(out, b0, b1, data, t0, t1, budget)
     if units < 0:  # pathological text: normalize both, then a linear-time search
-        units = _overlap_kmp(out, b0, b1, data, t0, t1, nxt, tail, fail)
+        units = _overlap_kmp(out, b0, b1, data, t0, t1, *scratch)
     if units == 0:
         return -1, 0
+    if flat and t0 + units < t1 and not _ascii_whitespace(data[t0]):
+        return t0 + units, units  # :func:`_skip_plain`'s answer: no run, one byte a unit
     stop = _skip_plain(data, t0, t1, units)
     if stop >= 0:
         return stop, units
