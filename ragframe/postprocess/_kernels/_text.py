@@ -55,7 +55,7 @@ def plain(data: U8, start: int, end: int) -> tuple[bool, bool]:
         pairs = min(pairs, max(x, y))
     if n > 0:
         top = max(top, seg[n - 1])
-    return top < 0x80, pairs > 32
+    return bool(top < 0x80), bool(pairs > 32)
 
 
 @internal
