@@ -57,3 +57,22 @@ def test_a_plain_postprocess_of_the_default_data_loads_none_of_the_unneeded(
     again = [str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet")]
     assert main(["postprocess", *again, "-o", str(tmp_path / "again.parquet")]) == 0
     assert pl.read_parquet(out).equals(pl.read_parquet(tmp_path / "again.parquet"))
+
+
+def test_the_command_loads_its_modules_without_the_cyclic_collector(tmp_path: Path) -> None:
+    """Run as the command (``main()``, the console script's call), the modules load with
+    the cyclic collector off and are then frozen out of its passes, and it is on again
+    for the run; called with a list (from Python) the caller's collector is untouched."""
+    out = tmp_path / "blocks.parquet"
+    script = (
+        "import gc, sys\n"
+        "from ragframe.cli import main\n"
+        "assert main() == 0\n"
+        "assert gc.isenabled() and gc.get_freeze_count() > 10_000, gc.get_freeze_count()\n"
+        "gc.unfreeze()\n"
+        f"assert main(sys.argv[1:-1] + [{str(tmp_path / 'again.parquet')!r}]) == 0\n"
+        "assert gc.isenabled() and gc.get_freeze_count() == 0, gc.get_freeze_count()\n"
+    )
+    args = ["postprocess", "data/results.parquet", "--chunks", "data/chunks.parquet", "-o", out]
+    run_fresh(tmp_path, script, args, unloaded=())
+    assert pl.read_parquet(out).equals(pl.read_parquet(tmp_path / "again.parquet"))
