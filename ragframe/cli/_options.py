@@ -85,11 +85,14 @@ def field_help(cls: type) -> dict[str, str]:
     """Help for each field of ``cls``: the docstring entry of the class that defines
     the field wins over entries of subclasses (which may only say "see ...")."""
     helps: dict[str, str] = {}
+    entries: dict[type, dict[str, str]] = {}  # each class's docstring parsed once
     for field in dataclasses.fields(cls):
         owners = _owners(cls, field.name)
         rest = [k for k in cls.__mro__ if k not in owners]
         for klass in [*owners, *rest]:
-            text = docstring_args(klass).get(field.name)
+            if klass not in entries:
+                entries[klass] = docstring_args(klass)
+            text = entries[klass].get(field.name)
             if text:
                 helps[field.name] = text
                 break
