@@ -22,7 +22,6 @@ from ragframe import _arrow
 from ragframe import schema as c
 from ragframe.postprocess._budget import JAVA_WHITESPACE
 from ragframe.postprocess._kernels import _contains, _merge, _order, _overlap, _text, _walk
-from ragframe.postprocess._kernels._overlap import MIN_OVERLAP
 from ragframe.reference._text import skip_units
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
@@ -214,10 +213,19 @@ def test_strings_are_views_into_the_buffer_or_windows_of_it_when_it_is_too_large
     assert got.to_list() == [pieces[i] for i in order]
 
 
-def test_the_plain_overlap_search_compares_its_first_bytes_within_every_place() -> None:
-    """Every place the plain search tries has at least MIN_OVERLAP bytes after it, and
-    it compares VERIFY_FIRST of them one by one: that must fit."""
-    assert _overlap.VERIFY_FIRST < MIN_OVERLAP
+@given(st.binary(max_size=40), st.binary(max_size=40), st.sampled_from([b" ", b"\t", b"\n", b"\r"]))
+def test_the_plain_search_compares_places_as_normalization_reads_them(
+    a: bytes, b: bytes, space: bytes
+) -> None:
+    """The first place two byte strings differ at, a whitespace byte of one matching
+    any of the other (runs are never longer than one byte where it is used), with the
+    same bytes pasted behind to make them mostly equal words."""
+    a, b = a + space + b, b"x" * len(a) + b" " + b
+    count = min(len(a), len(b))
+    collapsed = set(b" \t\n\x0b\x0c\r")
+    want = next((j for j in range(count) if a[j] != b[j] and not {a[j], b[j]} <= collapsed), count)
+    got = _overlap._mismatch(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8), count)
+    assert got == want
 
 
 WALK_ALPHABET = [

@@ -210,14 +210,15 @@ def trimmed(data: U8, start: int, end: int) -> tuple[int, int]:
 
 
 @internal
-def _low_pairs(seg: U8) -> int:
-    """How many neighbouring bytes of ``seg`` are both below 0x21: none means no
-    whitespace run (a run's bytes are all below 0x21). One compare a byte, which the
-    compiler vectorizes (the exact test, six byte values, it does not)."""
-    pairs = np.int64(0)
+def runless(seg: U8) -> bool:
+    """Whether no two neighbouring bytes of ``seg`` are both below 0x21: then it has no
+    whitespace run (a run's bytes are all below 0x21). The least of the larger of each
+    two neighbours, a byte reduction the compiler vectorizes (13 ns for 400 bytes,
+    where counting the pairs took 60)."""
+    least = np.uint8(255)
     for i in range(len(seg) - 1):
-        pairs += np.int64((seg[i + 1] < 33) & (seg[i] < 33))
-    return int(pairs)
+        least = min(least, max(seg[i], seg[i + 1]))
+    return bool(least > 32)
 
 
 @in_python(_normalized_length_numpy)
@@ -225,9 +226,9 @@ def _low_pairs(seg: U8) -> int:
 def normalized_length(data: U8, start: int, end: int) -> int:
     """Length in bytes of the normalized ``data[start:end]`` (already trimmed). Text
     without two neighbouring bytes below 0x21 (most prose) is told at once by
-    :func:`_low_pairs`, about twice as fast as the exact count."""
+    :func:`runless`, about five times as fast as the exact count."""
     seg = data[start:end]
-    if _low_pairs(seg) == 0:
+    if runless(seg):
         return len(seg)
     extra = np.int64(0)
     for i in range(1, len(seg)):
