@@ -9,6 +9,7 @@ that the engine still equals the reference.
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -191,6 +192,18 @@ def test_plain_skip_agrees_with_the_seed_walk_wherever_it_answers(text: str) -> 
         assert answered == 0
     elif not runs and text.isascii():
         assert answered == len(text) - 1  # every count but 0
+
+
+@given(st.text(st.sampled_from(["a", "b", " ", "\t", "\n", "\x01", "\x1c", "\u3000", "\u00e9"])))
+def test_compiled_trimmed_length_is_the_normalized_length(text: str) -> None:
+    """The walk's normalized length (its fast no-run test compiled) equals the count of
+    bytes rule 7's normalization keeps, on every slice: runs, control and multi-byte
+    characters included."""
+    data = _bytes(text)
+    for start in range(len(data) + 1):
+        for end in (start, min(start + 1, len(data)), len(data)):
+            want = len(re.sub(rb"[ \t\n\x0b\x0c\r]+", b" ", bytes(data[start:end])))
+            assert _contains.trimmed_length(data, start, end) == want
 
 
 @pytest.mark.parametrize("limit", [None, 55, 10])  # one buffer; windows of it; copied

@@ -4,8 +4,37 @@ within a work budget, or by Knuth-Morris-Pratt over normalized copies past it.""
 
 from __future__ import annotations
 
-from ragframe._kernels._compile import I64, U8, internal, testable
-from ragframe.postprocess._kernels._text import collapsible, same, step
+import numpy as np
+
+from ragframe._kernels._compile import I64, U8, in_python, internal, testable
+from ragframe.postprocess._kernels._text import (
+    _normalized_length_numpy,
+    collapsible,
+    normalized_length,
+    same,
+    step,
+)
+
+
+@in_python(_normalized_length_numpy)
+@testable
+def trimmed_length(data: U8, start: int, end: int) -> int:
+    """Length in bytes of the normalized ``data[start:end]`` (already trimmed), as
+    :func:`~._text.normalized_length`, with the common case told faster: no two
+    neighbouring bytes below 0x21 (no whitespace run: most prose) when the least of
+    the larger of each two neighbours is above 0x20, a min/max pass the compiler
+    vectorizes (13 against 60 ns for 400 bytes in cache; the rule 3 walk asks it of
+    every candidate it compares)."""
+    seg = data[start:end]
+    if len(seg) < 2:
+        return len(seg)
+    after, before = seg[1:], seg[:-1]
+    least = np.uint8(255)
+    for i in range(len(after)):
+        least = min(least, max(after[i], before[i]))
+    if least > 32:
+        return len(seg)
+    return normalized_length(data, start, end)
 
 
 @internal

@@ -29,12 +29,15 @@ from ragframe._kernels._compile import (
     internal,
 )
 from ragframe._kernels._parts import in_parts
-from ragframe.postprocess._kernels._contains import contains_raw, contains_words
+from ragframe.postprocess._kernels._contains import (
+    contains_raw,
+    contains_words,
+    trimmed_length,
+)
 from ragframe.postprocess._kernels._order import rank_order
 from ragframe.postprocess._kernels._text import (
     failure,
     normalize,
-    normalized_length,
     trimmed,
 )
 
@@ -92,7 +95,7 @@ def _repeated(
             trims[row, 0], trims[row, 1] = trimmed(text, ZERO, len(text))
     needle = text_at(address, length, r)
     if norm_len[r] < 0:
-        norm_len[r] = normalized_length(needle, trims[r, 0], trims[r, 1])
+        norm_len[r] = trimmed_length(needle, trims[r, 0], trims[r, 1])
     nn = norm_len[r]
     if nn == 0:
         return False
