@@ -194,16 +194,42 @@ def test_plain_skip_agrees_with_the_seed_walk_wherever_it_answers(text: str) -> 
         assert answered == len(text) - 1  # every count but 0
 
 
-@given(st.text(st.sampled_from(["a", "b", " ", "\t", "\n", "\x01", "\x1c", "\u3000", "\u00e9"])))
-def test_compiled_trimmed_length_is_the_normalized_length(text: str) -> None:
-    """The walk's normalized length (its fast no-run test compiled) equals the count of
-    bytes rule 7's normalization keeps, on every slice: runs, control and multi-byte
-    characters included."""
-    data = _bytes(text)
-    for start in range(len(data) + 1):
-        for end in (start, min(start + 1, len(data)), len(data)):
-            want = len(re.sub(rb"[ \t\n\x0b\x0c\r]+", b" ", bytes(data[start:end])))
-            assert _contains.trimmed_length(data, start, end) == want
+def _normalized(data: bytes) -> bytes:
+    return re.sub(rb"[ \t\n\x0b\x0c\r]+", b" ", data.strip(bytes(range(33))))
+
+
+def _lead(data: bytes) -> int:
+    """Where ``data`` starts once trimmed (Java's trim: bytes <= 0x20)."""
+    return len(data) - len(data.lstrip(bytes(range(33))))
+
+
+WORDS = st.lists(st.sampled_from(["ab", "a", "b", " ", "  ", "\n", "\t", "\x01", "\u00e9"])).map(
+    "".join
+)
+
+
+@given(WORDS, WORDS, st.integers(0, 40), st.integers(0, 40))
+def test_containment_from_the_head_is_word_bounded_containment(
+    hay: str, other: str, cut: int, size: int
+) -> None:
+    """Rule 3's filtered search (a candidate with a head: 8 bytes without a whitespace
+    run) answers as ``" " + cand + " "`` in ``" " + hay + " "`` over normalized text,
+    for candidates cut from the hay (often contained) and made up (rarely)."""
+    h = (hay * 3).encode()
+    arr = np.frombuffer(h, np.uint8)
+    h0, h1 = _lead(h), _lead(h) + len(h.strip(bytes(range(33))))
+    for candidate in (h[cut : cut + size + 8], (other + hay).encode()[: size + 8]):
+        n = np.frombuffer(candidate, np.uint8)
+        n0, n1 = _lead(candidate), _lead(candidate) + len(candidate.strip(bytes(range(33))))
+        head = _contains.head_of(n, n.ctypes.data, n0)
+        wanted = _normalized(candidate)
+        if not wanted or not head[1]:
+            continue
+        words = tuple(np.uint64(x) for x in head)
+        got = _contains.contains_from_head(
+            arr, arr.ctypes.data, h0, h1, words, n, n0, n1, len(wanted), 10**9
+        )
+        assert got == int((b" " + wanted + b" ") in (b" " + _normalized(h) + b" "))
 
 
 @pytest.mark.parametrize("limit", [None, 55, 10])  # one buffer; windows of it; copied

@@ -28,7 +28,7 @@ from ragframe import schema as c
 from ragframe._kernels import _compile
 from ragframe.evaluate import _ranking
 from ragframe.postprocess import PostprocessConfig
-from ragframe.postprocess._kernels import _contains, _text
+from ragframe.postprocess._kernels import _text
 from tests.conftest import cand, config, frame
 from tests.test_postprocess_properties import (
     JAVA_KEPT,
@@ -171,13 +171,7 @@ def test_plain_text_helpers_equal_their_loops(texts: list[str]) -> None:
         data = np.frombuffer(text.encode(), np.uint8)
         for start in range(len(data) + 1):
             for end in (start, len(data)):
-                helpers = (
-                    _text.code_points,
-                    _text.normalized_length,
-                    _text.plain,
-                    _contains.trimmed_length,
-                )
-                for helper in helpers:
+                for helper in (_text.code_points, _text.normalized_length, _text.plain):
                     own = _compile.Lazy(_compile.marked_as(helper).function, "internal")
                     args = (data, start, end)
                     assert _compile.python_form(helper)(*args) == _compile.python_form(own)(*args)
