@@ -25,6 +25,7 @@ import pytest
 from ragframe import io
 from ragframe.cli import main
 from ragframe.io import _atomic
+from tests.s3 import client
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
 boto3 = pytest.importorskip("boto3")
@@ -69,12 +70,6 @@ def bucket(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     name = f"rf-{secrets.token_hex(4)}"
     client().create_bucket(Bucket=name)
     return name
-
-
-def client() -> Any:
-    """An S3 client from the environment as it is now (boto3's default session keeps the
-    credentials it first found)."""
-    return boto3.session.Session().client("s3")
 
 
 def keys(bucket: str) -> list[str]:
