@@ -1,6 +1,10 @@
 """The local clusters the engine tests run on: a Dask LocalCluster of 2 worker processes
 (one thread each) and a new local Ray instance with 2 CPUs (never one a `ray start` left
-on the machine). Each yields its client (Dask) or module (Ray) and stops it after."""
+on the machine). Each yields its client (Dask) or module (Ray) and stops it after. The
+Dask cluster is started once per session (the ``dask_cluster`` fixture of
+``tests/conftest.py``) for the modules that leave its workers alone; each module gets a
+client of its own, closed after the module, so no client outlives it (a later test's
+``get_client()`` finds none). A test that kills workers starts a cluster of its own."""
 
 from __future__ import annotations
 
@@ -15,16 +19,27 @@ costs 5-15 s, so the default run (CI) starts Ray for one module's tests only
 (``tests/test_distributed.py``) and the connect checks; ``-m slow`` runs the rest."""
 
 
-def dask_client() -> Iterator[Any]:
+def dask_cluster() -> Iterator[Any]:
+    """A Dask LocalCluster of 2 worker processes, one thread each; closed after."""
     pytest.importorskip("dask.dataframe")
     distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
-    client = distributed.Client(cluster)
+    yield cluster
+    cluster.close()
+
+
+def dask_client(cluster: Any = None) -> Iterator[Any]:
+    """A client of ``cluster`` (left running after), or of a new cluster of its own
+    (:func:`dask_cluster`, closed after); the client is closed after either way."""
+    distributed = pytest.importorskip("distributed")
+    own = dask_cluster() if cluster is None else None
+    client = distributed.Client(next(own) if own is not None else cluster)
     yield client
     client.close()
-    cluster.close()
+    if own is not None:
+        next(own, None)  # closed
 
 
 def ray_cluster() -> Iterator[Any]:

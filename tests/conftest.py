@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import ragframe
 from ragframe import schema as c
 from ragframe.postprocess import PostprocessConfig
 from ragframe.reference import postprocess_reference
+from tests import clusters
 
 hypothesis.settings.register_profile("default", max_examples=60, deadline=None)
 hypothesis.settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True)
@@ -159,6 +160,13 @@ def run_engine(
     out = ragframe.postprocess(candidates, cfg, chunks=chunks)
     assert isinstance(out, pl.LazyFrame)
     return out.collect(engine=engine).to_dicts()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def dask_cluster() -> Iterator[Any]:
+    """The session's Dask LocalCluster (:mod:`tests.clusters`), for the modules that leave
+    its workers alone: started once, at the first module that asks."""
+    yield from clusters.dask_cluster()
 
 
 RUNNERS: dict[str, Runner] = {"reference": run_reference, "engine": run_engine}

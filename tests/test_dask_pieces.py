@@ -23,6 +23,7 @@ from polars.testing import assert_frame_equal
 import ragframe
 from ragframe.distributed import _dask_pieces as dp
 from ragframe.driver._sources import PART, positioned
+from tests import clusters
 
 CONFIG = ragframe.PostprocessConfig(top_k=8, max_blocks=4, max_characters=3000)
 
@@ -69,15 +70,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], str, pl
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    pytest.importorskip("dask.dataframe")
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-    )
-    with distributed.Client(cluster) as made:
-        yield made
-    cluster.close()
+def client(dask_cluster: Any) -> Iterator[Any]:
+    yield from clusters.dask_client(dask_cluster)
 
 
 def _tasks(pieces: dp.Pieces) -> set[str]:

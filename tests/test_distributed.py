@@ -42,7 +42,14 @@ def cranfield() -> Path:
 
 
 @pytest.fixture(scope="module")
-def dask_client() -> Iterator[Any]:
+def dask_client(dask_cluster: Any) -> Iterator[Any]:
+    yield from clusters.dask_client(dask_cluster)
+
+
+@pytest.fixture
+def killable_dask_client() -> Iterator[Any]:
+    """A cluster of its own, for a test that kills its workers (closed after the test, so
+    the module's client is the current one again)."""
     yield from clusters.dask_client()
 
 
@@ -51,9 +58,9 @@ def ray_cluster() -> Iterator[Any]:
     yield from clusters.ray_cluster()
 
 
-def _engine(name: str, request: pytest.FixtureRequest) -> Any:
-    """The adapter module, its cluster started (by its fixture)."""
-    request.getfixturevalue("dask_client" if name == "dask" else "ray_cluster")
+def _engine(name: str, request: pytest.FixtureRequest, dask: str = "dask_client") -> Any:
+    """The adapter module, its cluster started (by its fixture; ``dask`` names Dask's)."""
+    request.getfixturevalue(dask if name == "dask" else "ray_cluster")
     if name == "dask":
         from ragframe.distributed import dask as module
     else:
@@ -245,11 +252,11 @@ def test_a_worker_killed_mid_run_loses_and_doubles_nothing(
     request: pytest.FixtureRequest,
     tmp_path: Path,
 ) -> None:
-    engine = _engine(name, request)
+    engine = _engine(name, request, dask="killable_dask_client")
     files, store, whole = synthetic
     target = tmp_path / "out"
     if name == "dask":
-        client = request.getfixturevalue("dask_client")
+        client = request.getfixturevalue("killable_dask_client")
 
         def pids() -> list[int]:
             return list(client.run(os.getpid).values())

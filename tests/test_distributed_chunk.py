@@ -36,7 +36,10 @@ ENGINES = ["dask", pytest.param("ray", marks=pytest.mark.slow)]
 def engine(request: pytest.FixtureRequest) -> Iterator[tuple[str, Any, Any]]:
     """An engine's name, its module and its cluster (Dask's client, Ray's module)."""
     name = request.param
-    started = clusters.dask_client() if name == "dask" else clusters.ray_cluster()
+    if name == "dask":
+        started = clusters.dask_client(request.getfixturevalue("dask_cluster"))
+    else:
+        started = clusters.ray_cluster()
     cluster = next(started)
     yield name, importlib.import_module(f"ragframe.distributed.{name}"), cluster
     next(started, None)  # stopped

@@ -6,12 +6,15 @@ and the endpoint from the usual environment; a missing bucket or a denied write 
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import logging
 import os
 import secrets
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ import pytest
 from ragframe import io
 from ragframe.cli import main
 from ragframe.io import _atomic
+from tests.s3 import client
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
 boto3 = pytest.importorskip("boto3")
@@ -66,12 +70,6 @@ def bucket(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     name = f"rf-{secrets.token_hex(4)}"
     client().create_bucket(Bucket=name)
     return name
-
-
-def client() -> Any:
-    """An S3 client from the environment as it is now (boto3's default session keeps the
-    credentials it first found)."""
-    return boto3.session.Session().client("s3")
 
 
 def keys(bucket: str) -> list[str]:
@@ -286,9 +284,11 @@ def test_directory_output_replaces_old_parts_and_refuses_other_files(bucket: str
 def test_credentials_come_from_the_environment(
     bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No endpoint in the environment: the real AWS is asked, not the local server
-    (no network here: an error line); the same run with it succeeds. The command runs
-    as a user runs it, a new process."""
+    """The command runs as a user runs it, a new process: with the local server's
+    endpoint and credentials in the environment it succeeds; with no credentials and
+    another endpoint there, it asks that endpoint (a server refusing every request: an
+    HTTP refusal is an error line at once, where a closed port would be retried for
+    6 s by the AWS SDK) and fails with one error line."""
     inputs(tmp_path, bucket)
     argv = [
         sys.executable,
@@ -303,11 +303,42 @@ def test_credentials_come_from_the_environment(
     assert "out.jsonl" in keys(bucket)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "")
-    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    with refusing_server() as (url, asked):
+        monkeypatch.setenv("AWS_ENDPOINT_URL", url)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+    assert asked and all(path.startswith(f"/{bucket}/in/") for path in asked), asked
+
+
+@contextlib.contextmanager
+def refusing_server() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server on a free port answering every request 403 (no body); yields its
+    URL and the paths it was asked for."""
+    asked: list[str] = []
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def refuse(self) -> None:
+            asked.append(self.path)
+            self.send_response(403)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = refuse
+
+        def log_message(self, format: str, *args: Any) -> None:  # no request lines
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 @pytest.fixture

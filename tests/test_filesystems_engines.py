@@ -28,6 +28,7 @@ from ragframe.cli import main
 from ragframe.driver import _sources
 from ragframe.errors import RagframeError
 from tests import clusters
+from tests.s3 import client
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
 boto3 = pytest.importorskip("boto3")
@@ -95,10 +96,6 @@ def environment() -> Iterator[str]:
         patch.delenv("AWS_PROFILE", raising=False)
         yield f"http://{host}:{port}"
     server.stop()
-
-
-def client() -> Any:
-    return boto3.session.Session().client("s3")
 
 
 @pytest.fixture(scope="module")
