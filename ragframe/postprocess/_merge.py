@@ -167,7 +167,8 @@ def _ordered(rows_in: MergeOrder, m: MergeResult, typed: bool) -> _Blocks:
     firsts = np.flatnonzero(m.starts)  # each block's first row, in merge order
     rerank = m.rerank[firsts]
     score = np.where(np.isnan(rerank), m.max_similarity[firsts], rerank)
-    group = _segment_starts(rows_in.group_start)[firsts]  # each block's group's first row
+    # each block's group's first row: the last block at or before it that starts a group
+    group = np.maximum.accumulate(np.where(rows_in.group_start[firsts], firsts, 0))
     ties = None
     if typed:
         ties = (rows_in.rank[group], rows_in.chunk_index[group], rows_in.entity[firsts])
