@@ -97,7 +97,7 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
     group = [c.T_ENTITY, *([c.T_TYPE] if typed else [])]
     keys = np.column_stack([code(name) for name in [*group, c.CHUNK_INDEX]] + [rank])
     order, group_start = in_segments_of(ranked, starts, keys, len(group))
-    keys = keys[order]  # queries stay where they are: ``starts`` still marks them
+    keys = np.take(keys, order, axis=0)  # rows: 3x keys[order]; ``starts`` still marks queries
     return MergeOrder(order, starts, group_start, keys[:, 0], keys[:, -2], keys[:, -1])
 
 
@@ -167,7 +167,8 @@ def _ordered(rows_in: MergeOrder, m: MergeResult, typed: bool) -> _Blocks:
     firsts = np.flatnonzero(m.starts)  # each block's first row, in merge order
     rerank = m.rerank[firsts]
     score = np.where(np.isnan(rerank), m.max_similarity[firsts], rerank)
-    group = _segment_starts(rows_in.group_start)[firsts]  # each block's group's first row
+    # each block's group's first row: the last block at or before it that starts a group
+    group = np.maximum.accumulate(np.where(rows_in.group_start[firsts], firsts, 0))
     ties = None
     if typed:
         ties = (rows_in.rank[group], rows_in.chunk_index[group], rows_in.entity[firsts])
@@ -181,8 +182,10 @@ def _ordered(rows_in: MergeOrder, m: MergeResult, typed: bool) -> _Blocks:
 
 
 def _kept(blocks: _Blocks, keep: Bools) -> _Blocks:
-    """The blocks where ``keep`` is set, in the same order."""
-    return _Blocks._make(column[keep] for column in blocks)
+    """The blocks where ``keep`` is set, in the same order (gathered by their indexes:
+    a boolean mask per column is several times slower)."""
+    kept = np.flatnonzero(keep)
+    return _Blocks._make(column[kept] for column in blocks)
 
 
 def _texts(
