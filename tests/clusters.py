@@ -1,10 +1,13 @@
 """The local clusters the engine tests run on: a Dask LocalCluster of 2 worker processes
 (one thread each) and a new local Ray instance with 2 CPUs (never one a `ray start` left
-on the machine). Each yields its client (Dask) or module (Ray) and stops it after. The
-Dask cluster is started once per session (the ``dask_cluster`` fixture of
-``tests/conftest.py``) for the modules that leave its workers alone; each module gets a
-client of its own, closed after the module, so no client outlives it (a later test's
-``get_client()`` finds none). A test that kills workers starts a cluster of its own."""
+on the machine). Each yields its client (Dask) or module (Ray) and stops it after.
+
+One Dask cluster is shared by the modules that leave its workers alone (those that set
+``SHARES_DASK_CLUSTER = True``, through the ``dask_cluster`` fixture): started at the
+first test that asks, closed after the last test of those modules (``tests/conftest.py``;
+an idle cluster's heartbeats cost ~8% of a core). Each module gets a client of its own,
+closed after the module, so no client outlives it (a later test's ``get_client()``
+finds none). A test that kills workers starts a cluster of its own."""
 
 from __future__ import annotations
 
@@ -28,6 +31,23 @@ def dask_cluster() -> Iterator[Any]:
     )
     yield cluster
     cluster.close()
+
+
+_SHARED: list[Any] = []
+
+
+def shared_dask_cluster() -> Any:
+    """The shared Dask cluster, started at the first call."""
+    if not _SHARED:
+        started = dask_cluster()
+        _SHARED.append((next(started), started))
+    return _SHARED[0][0]
+
+
+def close_shared_dask_cluster() -> None:
+    """Close the shared Dask cluster if it was started (a later call starts a new one)."""
+    if _SHARED:
+        next(_SHARED.pop()[1], None)
 
 
 def dask_client(cluster: Any = None) -> Iterator[Any]:

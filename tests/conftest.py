@@ -162,11 +162,34 @@ def run_engine(
     return out.collect(engine=engine).to_dicts()  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="session")
-def dask_cluster() -> Iterator[Any]:
-    """The session's Dask LocalCluster (:mod:`tests.clusters`), for the modules that leave
-    its workers alone: started once, at the first module that asks."""
-    yield from clusters.dask_cluster()
+@pytest.fixture(scope="module")
+def dask_cluster() -> Any:
+    """The shared Dask LocalCluster (:mod:`tests.clusters`), for the modules that leave
+    its workers alone (``SHARES_DASK_CLUSTER = True``): started at the first test that
+    asks, closed after the last test of those modules."""
+    return clusters.shared_dask_cluster()
+
+
+_LAST_SHARING = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected
+def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
+    sharing = [i for i in items if getattr(getattr(i, "module", None), "SHARES_DASK_CLUSTER", 0)]
+    session.stash[_LAST_SHARING] = sharing[-1] if sharing else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)  # the module's client is closed here (its module's last teardown)
+    finally:
+        if item is item.session.stash.get(_LAST_SHARING, None):
+            clusters.close_shared_dask_cluster()
+
+
+def pytest_sessionfinish() -> None:
+    clusters.close_shared_dask_cluster()
 
 
 RUNNERS: dict[str, Runner] = {"reference": run_reference, "engine": run_engine}

@@ -26,6 +26,7 @@ from ragframe.driver._sources import PART, positioned
 from tests import clusters
 
 CONFIG = ragframe.PostprocessConfig(top_k=8, max_blocks=4, max_characters=3000)
+SHARES_DASK_CLUSTER = True  # leaves the workers alone: tests/clusters.py
 
 
 @given(st.integers(1, 6).flatmap(lambda n: st.tuples(st.just(n), st.lists(st.integers(0, n - 1)))))

@@ -32,6 +32,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning:ray.data.context"  # Ray Data warns about its own settings
 )
 CONFIG = ragframe.PostprocessConfig(top_k=8, max_blocks=4, max_characters=3000)
+SHARES_DASK_CLUSTER = True  # leaves the workers alone: tests/clusters.py
 GAIN = {1: 4, 2: 3, 3: 2, 4: 1, -1: 0}
 GRID = {"top_k": [5, 10], "max_characters": [1500, 4000]}
 

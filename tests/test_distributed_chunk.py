@@ -29,6 +29,7 @@ from tests import clusters
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
 CONFIG = {"window_chars": 40, "overlap_chars": 10}
+SHARES_DASK_CLUSTER = True  # leaves the workers alone: tests/clusters.py
 ENGINES = ["dask", pytest.param("ray", marks=pytest.mark.slow)]
 
 

@@ -3,6 +3,7 @@ unicode offsets, engines, schema errors, engine == per-pair reference, quality b
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -696,12 +697,28 @@ def test_engine_equals_reference(case: tuple[pl.DataFrame, pl.DataFrame, Highlig
 # --- quality bar on real long text --------------------------------------------------
 
 
+@functools.cache
+def _long_text() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The real long text of the quality bars (made once: both bars read it)."""
+    docs = documents(40, 5000, 50000, seed=11)
+    return docs, queries(docs, 120, 3, seed=11)
+
+
+@functools.cache
+def _lowered_tokens(content: str) -> tuple[tuple[int, int, str], ...]:
+    """The reference's tokens of ``content`` (start, end, lowered), once per text."""
+    return tuple((s, e, java_lower(content[s:e])) for s, e in reference_tokens(content))
+
+
 def _best_window_terms(content: str, terms: set[str], width: int) -> int:
-    hits = [(s, e, java_lower(content[s:e])) for s, e in reference_tokens(content)]
-    hits = [h for h in hits if h[2] in terms]
+    hits = [h for h in _lowered_tokens(content) if h[2] in terms]
     best = 0
     for i, (start, _, _) in enumerate(hits):
-        inside = {t for s, e, t in hits[i:] if e <= start + width}
+        inside = set()
+        for _, end, term in hits[i:]:  # in text order: the ends only grow
+            if end > start + width:
+                break
+            inside.add(term)
         best = max(best, len(inside))
     return best
 
@@ -713,8 +730,7 @@ def _quality_failures(
     1,000-character window of the document, pairs with a match), by default on real
     long text."""
     if docs is None or pairs is None:
-        docs = documents(40, 5000, 50000, seed=11)
-        pairs = queries(docs, 120, 3, seed=11)
+        docs, pairs = _long_text()
     out = highlight(pairs, docs, config).collect()
     contents = dict(zip(docs["doc_id"], docs["content"], strict=True))
     failures = checked = 0

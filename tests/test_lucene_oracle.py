@@ -121,22 +121,35 @@ def test_many_pairs_in_one_run_keep_their_order() -> None:
     assert [g[0].text for g in got] == [f"x w{i} y" for i in range(300)]
 
 
-@pytest.mark.parametrize(
-    ("text", "terms"),
-    [
-        ("prandtl's O'Neil's", ["prandtl's", "o'neil's"]),
-        ("e.g. m.i.t. U.S.A", ["e.g", "m.i.t", "u.s.a"]),
-        ("2.71 1,000 1.2.3 10-3", ["2.71", "1,000", "1.2.3", "10", "3"]),
-        ("a-b a/b x_y foo.bar", ["a", "b", "a", "b", "x_y", "foo.bar"]),
-        ("'quoted' ab'cd'", ["quoted", "ab'cd"]),
-        ("$100 50% .5 5.", ["100", "50", "5", "5"]),
-        ("ΟΔΟΣ İSTANBUL", ["οδοσ", "istanbul"]),
-        ("日本語 ひらがな", ["日", "本", "語", "ひ", "ら", "が", "な"]),
-        ("½ ² x\u0301y", ["x\u0301y"]),
-    ],
-)
-def test_standard_tokenizer_rules(text: str, terms: list[str]) -> None:
-    assert [t.term for t in lucene_oracle.tokens([text])[0]] == terms
+RULES = [
+    ("prandtl's O'Neil's", ["prandtl's", "o'neil's"]),
+    ("e.g. m.i.t. U.S.A", ["e.g", "m.i.t", "u.s.a"]),
+    ("2.71 1,000 1.2.3 10-3", ["2.71", "1,000", "1.2.3", "10", "3"]),
+    ("a-b a/b x_y foo.bar", ["a", "b", "a", "b", "x_y", "foo.bar"]),
+    ("'quoted' ab'cd'", ["quoted", "ab'cd"]),
+    ("$100 50% .5 5.", ["100", "50", "5", "5"]),
+    ("ΟΔΟΣ İSTANBUL", ["οδοσ", "istanbul"]),
+    ("日本語 ひらがな", ["日", "本", "語", "ひ", "ら", "が", "な"]),
+    ("½ ² x\u0301y", ["x\u0301y"]),
+]
+"""``StandardTokenizer`` rules: a text and the terms Lucene makes of it."""
+TOKEN_TEXTS = [*TRICKY, *CASED, " ".join(TRICKY), "a" * 300, "a" * 600 + " b"]
+"""The texts whose reference tokens must be Lucene's."""
+
+
+@pytest.fixture(scope="module")
+def lucene_tokens() -> dict[str, list[lucene_oracle.Token]]:
+    """Lucene's tokens of every text the token tests check, from one oracle run (one JVM;
+    each text's answer is its own record): a run per text started a JVM each."""
+    texts = sorted({*TOKEN_TEXTS, *(text for text, _ in RULES)})
+    return dict(zip(texts, lucene_oracle.tokens(texts), strict=True))
+
+
+@pytest.mark.parametrize(("text", "terms"), RULES)
+def test_standard_tokenizer_rules(
+    text: str, terms: list[str], lucene_tokens: dict[str, list[lucene_oracle.Token]]
+) -> None:
+    assert [t.term for t in lucene_tokens[text]] == terms
 
 
 def test_tokens_longer_than_255_are_split() -> None:
@@ -196,9 +209,11 @@ def test_ragframe_fragments_equal_lucene(name: str) -> None:
     )
 
 
-@pytest.mark.parametrize("text", [*TRICKY, *CASED, " ".join(TRICKY), "a" * 300, "a" * 600 + " b"])
-def test_ragframe_tokens_equal_lucene(text: str) -> None:
-    (lucene,) = lucene_oracle.tokens([text])
+@pytest.mark.parametrize("text", TOKEN_TEXTS)
+def test_ragframe_tokens_equal_lucene(
+    text: str, lucene_tokens: dict[str, list[lucene_oracle.Token]]
+) -> None:
+    lucene = lucene_tokens[text]
     spans = reference_tokens(text)
     assert [(s, e, java_lower(text[s:e])) for s, e in spans] == [
         (t.start, t.end, t.term) for t in lucene
