@@ -177,6 +177,21 @@ def test_plain_text_helpers_equal_their_loops(texts: list[str]) -> None:
                     assert _compile.python_form(helper)(*args) == _compile.python_form(own)(*args)
 
 
+def test_byte_helpers_equal_their_own_code_on_every_byte() -> None:
+    """The byte helpers given a Python plain form equal their own (compiled form's) code
+    run as Python, on every byte value, as a numpy byte and as an int."""
+    for helper in (_text.collapsible, _text.collapsible_u8):
+        own = _compile.python_form(_compile.Lazy(_compile.marked_as(helper).function, "internal"))
+        plain = _compile.python_form(helper)
+        assert plain is not own
+        for b in range(256):
+            for byte in (np.uint8(b), b):
+                with np.errstate(over="ignore"):  # its own code wraps below 9, as compiled
+                    want = own(np.uint8(byte))
+                got = plain(byte)
+                assert (got, type(got)) == (want, type(want)), (helper, b)
+
+
 ranking_rows = st.lists(
     st.tuples(
         st.integers(0, 3),

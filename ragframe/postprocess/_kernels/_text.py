@@ -58,12 +58,25 @@ def plain(data: U8, start: int, end: int) -> tuple[bool, bool]:
     return bool(top < 0x80), bool(pairs > 32)
 
 
+def _collapsible_python(b: int) -> bool:
+    """:func:`collapsible` in Python comparisons (its plain form: the compiled form's
+    branch-free numpy scalar arithmetic costs ~4 us a byte as plain Python)."""
+    return bool(b == 32 or 9 <= b <= 13)
+
+
+def _collapsible_u8_python(b: int) -> np.uint8:
+    """:func:`collapsible_u8` in Python comparisons (its plain form)."""
+    return np.uint8(b == 32 or 9 <= b <= 13)
+
+
+@in_python(_collapsible_python)
 @internal
 def collapsible(b: int) -> bool:
     """A byte of ``[ \\t\\n\\x0B\\f\\r]``, the runs normalization turns into one space."""
     return bool(collapsible_u8(b) != 0)
 
 
+@in_python(_collapsible_u8_python)
 @internal
 def collapsible_u8(b: int) -> np.uint8:
     """:func:`collapsible` as 0 or 1 (no branch), for vectorized loops."""
