@@ -101,7 +101,7 @@ def load_u64(typingctx: Any, address: Any) -> Any:
 
 
 PREFETCH_AHEAD = 4
-"""How many rows ahead the kernels prefetch texts."""
+"""How many rows ahead the walk prefetches texts."""
 
 
 @internal
@@ -114,10 +114,10 @@ def prefetch_text(address: I64, length: I64, row: int) -> None:
 
 
 @internal
-def read_ahead(address: I64, length: I64, row: int) -> U8:
-    """Row ``row``'s bytes (:func:`text_at`), prefetching those :data:`PREFETCH_AHEAD`
-    rows on: for a kernel that reads the rows' texts in row order."""
-    prefetch_text(address, length, row + PREFETCH_AHEAD)
+def read_ahead(address: I64, length: I64, row: int, ahead: int) -> U8:
+    """Row ``row``'s bytes (:func:`text_at`), prefetching those ``ahead`` rows on: for
+    a kernel that reads the rows' texts in row order."""
+    prefetch_text(address, length, row + ahead)
     return text_at(address, length, row)
 
 

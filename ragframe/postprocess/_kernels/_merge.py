@@ -13,7 +13,7 @@ import polars as pl
 
 from ragframe._arrow import U8, string_addresses
 from ragframe._kernels._ahead import sample
-from ragframe._kernels._buffers import copy_bytes, longest_text, prefetch_text, text_at
+from ragframe._kernels._buffers import copy_bytes, longest_text, read_ahead
 from ragframe._kernels._compile import F64, I64, ZERO, Bools, compiled, frozen, internal
 from ragframe._kernels._parts import in_parts
 from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
@@ -107,8 +107,7 @@ def _merge(
     chars = 0  # the current block's length in code points
     char_end = 0.0  # float64, as the offsets: one signature of offsets_cut
     for r in range(lo, hi):
-        prefetch_text(address, length, r + AHEAD)  # its texts are read in row order
-        data = text_at(address, length, r)
+        data = read_ahead(address, length, r, AHEAD)
         if in_tokens and not is_ascii(data):  # not counted here: the caller's rounds
             block_tokens[lo] = -1
             return
