@@ -132,10 +132,11 @@ def running_totals(values: I64, first: I64) -> I64:
     return total - (total - values)[first]
 
 
-def _segment_starts(starts: Bools) -> I64:
-    """Per row, the row where its segment begins (``starts`` marks the first rows)."""
-    row = np.arange(len(starts), dtype=np.int64)
-    return np.maximum.accumulate(np.where(starts, row, 0)) if len(row) else row
+def _block_groups(group_start: Bools, firsts: I64) -> I64:
+    """Each block's group's first row (blocks: their first rows ``firsts``, in merge
+    order; ``group_start`` marks the rows that start a group): the last block at or
+    before it that starts a group, as a block never spans two groups."""
+    return np.maximum.accumulate(np.where(group_start[firsts], firsts, 0))
 
 
 def _runs(firsts: I64, lengths: I64) -> I64:
@@ -167,8 +168,7 @@ def _ordered(rows_in: MergeOrder, m: MergeResult, typed: bool) -> _Blocks:
     firsts = np.flatnonzero(m.starts)  # each block's first row, in merge order
     rerank = m.rerank[firsts]
     score = np.where(np.isnan(rerank), m.max_similarity[firsts], rerank)
-    # each block's group's first row: the last block at or before it that starts a group
-    group = np.maximum.accumulate(np.where(rows_in.group_start[firsts], firsts, 0))
+    group = _block_groups(rows_in.group_start, firsts)
     ties = None
     if typed:
         ties = (rows_in.rank[group], rows_in.chunk_index[group], rows_in.entity[firsts])

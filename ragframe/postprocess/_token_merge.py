@@ -43,9 +43,9 @@ from ragframe.postprocess._kernels._merge import NotCounted, merge, write_blocks
 from ragframe.postprocess._kernels._pieces import Texts
 from ragframe.postprocess._merge import (
     MergeOrder,
+    _block_groups,
     _rule9_order,
     _runs,
-    _segment_starts,
     kernel_inputs,
     merge_order,
 )
@@ -178,7 +178,7 @@ def _frame(
     score = np.where(np.isnan(top_rerank), top, top_rerank)
     texts = blocks.pool.gather(blocks.text[lasts])
     chars = texts.str.len_chars().cast(pl.Int64).to_numpy()
-    group = _segment_starts(rows.group_start)[firsts]
+    group = _block_groups(rows.group_start, firsts)
     ties = (rows.rank[group], rows.chunk_index[group], rows.entity[firsts]) if typed else None
     ranked, block_rank, running = _rule9_order(rows.query_start[firsts], score, chars, ties)
     heads, group_heads = pl.Series(order[firsts[ranked]]), pl.Series(order[group[ranked]])
