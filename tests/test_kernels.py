@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from ragframe import _arrow
 from ragframe import schema as c
+from ragframe._kernels import _buffers, _compile
 from ragframe.postprocess._budget import JAVA_WHITESPACE
 from ragframe.postprocess._kernels import _contains, _merge, _order, _overlap, _text, _walk
 from ragframe.reference._text import skip_units
@@ -414,3 +415,13 @@ def test_kernels_on_two_threads_at_once_give_what_they_give_alone() -> None:
         for _ in range(3):
             both = list(pool.map(run, inputs))
             assert all(a.equals(b) for a, b in zip(alone, both, strict=True))
+
+
+@given(st.lists(st.sampled_from([0, 1, 0x7F, 0x80, 0xFF, 0x20]), min_size=8, max_size=8))
+def test_zero_bytes_marks_exactly_the_zero_bytes(values: list[int]) -> None:
+    """The word-at-a-time zero-byte test of the filters: the top bit of each zero byte,
+    no other (no borrow from a zero byte into its neighbour), compiled and as Python."""
+    word = np.frombuffer(bytes(values), np.uint64)[0]
+    want = sum(0x80 << (8 * k) for k, v in enumerate(values) if v == 0)
+    assert int(_buffers.zero_bytes(word)) == want
+    assert int(_compile.python_form(_buffers.zero_bytes)(word)) == want

@@ -27,6 +27,7 @@ from ragframe._kernels._compile import (
     in_python,
     internal,
     intrinsic,
+    testable,
 )
 
 carray = from_numba("carray", bytes_at)
@@ -98,6 +99,20 @@ def load_u64(typingctx: Any, address: Any) -> Any:
         return builder.load(builder.inttoptr(args[0], word.as_pointer()), align=1)
 
     return types.uint64(types.int64), codegen
+
+
+ONES = np.uint64(0x0101010101010101)
+"""A byte 1 in each of a word's 8 bytes: ``b * ONES`` repeats byte ``b``."""
+HIGH = np.uint64(0x8080808080808080)
+"""The top bit of each of a word's 8 bytes."""
+_SEVEN = np.uint64(0x7F7F7F7F7F7F7F7F)
+
+
+@testable
+def zero_bytes(x: np.uint64) -> np.uint64:
+    """The top bit of each zero byte of ``x`` (exact: no borrow between bytes), for
+    filters over words of :func:`load_u64`."""
+    return ~(((x & _SEVEN) + _SEVEN) | x | _SEVEN)
 
 
 PREFETCH_AHEAD = 4

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe._kernels._buffers import load_u64
+from ragframe._kernels._buffers import HIGH, ONES, load_u64, zero_bytes
 from ragframe._kernels._compile import I64, U8, internal, testable
 from ragframe.postprocess._kernels._text import collapsible, same, step
 
-HIGH = np.uint64(0x8080808080808080)
-SEVEN = np.uint64(0x7F7F7F7F7F7F7F7F)
 BELOW = np.uint64(0x2121212121212121)
-ONES = np.uint64(0x0101010101010101)
 EIGHT = np.uint64(8)
 
 
@@ -25,17 +22,10 @@ def _low(x: np.uint64) -> np.uint64:
     return ~(((x | HIGH) - BELOW) | x) & HIGH
 
 
-@internal
-def _zero(x: np.uint64) -> np.uint64:
-    """The top bit of each zero byte of ``x`` (exact)."""
-    return ~(((x & SEVEN) + SEVEN) | x | SEVEN)
-
-
 @testable
 def head_of(needle: U8, at: int, start: int) -> tuple[np.uint64, np.uint64, np.uint64]:
     """The candidate's first 8 bytes from ``start``, its first byte above 0x20, as one
-    little-endian
-    word, the mask of those a place must equal (its bytes above 0x20 up to the last
+    little-endian word, the mask of those a place must equal (its bytes above 0x20 up to the last
     one: a byte <= 0x20 matches anything, and so do the bytes after the last), and the
     mask of all bytes up to that last one. Mask 0 (no filter) where those bytes do not
     map one to one onto the normalized text's first bytes: fewer than 8 bytes left, or
@@ -93,8 +83,8 @@ def _starts(
     """The top bit of each of the places ``p .. p + 7`` (bytes ``p - 1 .. p + 8`` read)
     that may begin with the head: its first byte the head's, its second the head's (or
     any: ``any_second``), the byte before <= 0x20 (a word start is after whitespace)."""
-    one = _zero(load_u64(at + p) ^ first)  # type: ignore[call-arg]
-    two = _zero(load_u64(at + p + 1) ^ second) | any_second  # type: ignore[call-arg]
+    one = zero_bytes(load_u64(at + p) ^ first)  # type: ignore[call-arg]
+    two = zero_bytes(load_u64(at + p + 1) ^ second) | any_second  # type: ignore[call-arg]
     return one & two & _low(load_u64(at + p - 1))  # type: ignore[call-arg]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragframe._kernels._buffers import load_u64
+from ragframe._kernels._buffers import ONES, load_u64, zero_bytes
 from ragframe._kernels._compile import I64, U8, ZERO, internal, testable
 from ragframe.postprocess._kernels._text import (
     code_points,
@@ -149,8 +149,6 @@ def _head_filter(chunk: U8) -> tuple[np.uint64, np.uint64]:
     return head, mask
 
 
-ONES = np.uint64(0x0101010101010101)
-"""A byte 1 in each of a word's 8 bytes: ``b * ONES`` repeats byte ``b``."""
 ANCHORED = 16
 """Places one anchor test passes over (:func:`_any_anchored`)."""
 
@@ -170,12 +168,6 @@ def _anchors(chunk: U8) -> tuple[int, int]:
 
 
 @internal
-def _zero_bytes(v: np.uint64) -> np.uint64:
-    """Not 0 when one of ``v``'s bytes is 0 (the word-at-a-time test)."""
-    return (v - ONES) & ~v & np.uint64(0x8080808080808080)
-
-
-@internal
 def _any_anchored(address: int, apart: int, x: np.uint64, y: np.uint64) -> bool:
     """Whether any of the :data:`ANCHORED` places from ``address`` (where each place's
     first anchor is, :func:`_anchors`) holds byte ``x`` there and ``y`` ``apart``
@@ -183,7 +175,7 @@ def _any_anchored(address: int, apart: int, x: np.uint64, y: np.uint64) -> bool:
     and two zero-byte tests, where :func:`_any_head` takes four loads for four places."""
     a = (load_u64(address) ^ x) | (load_u64(address + apart) ^ y)  # type: ignore[call-arg]
     b = (load_u64(address + 8) ^ x) | (load_u64(address + 8 + apart) ^ y)  # type: ignore[call-arg]
-    return bool((_zero_bytes(a) | _zero_bytes(b)) != np.uint64(0))
+    return bool((zero_bytes(a) | zero_bytes(b)) != np.uint64(0))
 
 
 @internal
