@@ -127,6 +127,20 @@ def _value_problem(
     )
 
 
+def _clean(values: pl.Series, cast: pl.Series, present: bool) -> bool:
+    """Whether ``values`` pass every test of :func:`_value_problem`, told without a mask
+    where it can be: null counts (kept by the column) say whether there are nulls and
+    whether the cast lost a value (it can only add nulls), and a float column whose sum
+    is finite holds no NaN or infinity (a sum that overflows goes to the full test)."""
+    nulls = values.null_count()
+    if (present and nulls) or cast.null_count() != nulls:
+        return False
+    if values.dtype.is_float():
+        total = values.sum()
+        return total is None or math.isfinite(total)
+    return True
+
+
 def first_row(mask: pl.Series) -> int | None:
     """The first row where ``mask`` is true, or None where it is true nowhere."""
     return int(mask.arg_true()[0]) if mask.any() else None
@@ -169,6 +183,8 @@ def checked(
     def check(column: pl.Series) -> pl.Series:
         values = column.struct.field(name) if key else column
         cast = values.cast(dtype, strict=False)
+        if _clean(values, cast, present):  # the usual case: no mask built
+            return cast
         bad, problem, expected = _value_problem(values, cast, present, hint)
         if not bad.any():
             return cast

@@ -1,0 +1,63 @@
+"""The whole-column value checks of postprocess's inputs (``ragframe._validate.checked``):
+the fast test that passes clean columns without building a mask agrees with the full
+test on the cases that a shortcut could get wrong."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+
+from ragframe._validate import checked
+from ragframe.errors import DataError
+
+
+def _check(values: pl.Series, dtype: type[pl.DataType], present: bool = False) -> pl.Series:
+    frame = pl.DataFrame({"q": list(range(len(values))), "x": values})
+    return (
+        frame.lazy()
+        .select(checked("x", dtype, "t", key=("q", "q"), present=present))
+        .collect()["x"]
+    )
+
+
+def test_finite_floats_whose_sum_overflows_pass() -> None:
+    """The sum of finite values may overflow to infinity: the full test then passes them."""
+    values = pl.Series([1e308, 1e308, -1.0, None])
+    assert _check(values, pl.Float64).to_list() == [1e308, 1e308, -1.0, None]
+
+
+@pytest.mark.parametrize(
+    ("values", "count"),
+    [
+        ([1e308, 1e308, math.nan], 1),  # an overflowing sum beside a NaN
+        ([math.inf, -math.inf, 0.5], 2),  # infinities whose sum is NaN
+        ([0.5, None, math.nan, None], 1),  # nulls do not hide a NaN
+    ],
+)
+def test_nan_and_infinity_are_found_whatever_the_sum(
+    values: list[float | None], count: int
+) -> None:
+    with pytest.raises(DataError, match=f"NaN or infinite values on {count} row"):
+        _check(pl.Series(values, dtype=pl.Float64), pl.Float64)
+
+
+def test_float32_nan_is_found() -> None:
+    with pytest.raises(DataError, match="NaN or infinite values on 1 row"):
+        _check(pl.Series([0.5, math.nan], dtype=pl.Float32), pl.Float64)
+
+
+def test_a_cast_that_loses_values_beside_nulls_is_found() -> None:
+    """Nulls in the input are not counted as lost by the cast; a lost value is."""
+    values = pl.Series([None, 2**63, 1, None], dtype=pl.UInt64)
+    with pytest.raises(DataError, match="outside the range of Int64 on 1 row"):
+        _check(values, pl.Int64)
+    assert _check(pl.Series([None, 5], dtype=pl.UInt64), pl.Int64).to_list() == [None, 5]
+
+
+def test_nulls_refused_only_where_present() -> None:
+    values = pl.Series([1, None, 3])
+    assert _check(values, pl.Int64).to_list() == [1, None, 3]
+    with pytest.raises(DataError, match="null values on 1 row"):
+        _check(values, pl.Int64, present=True)
