@@ -24,6 +24,7 @@ from ragframe import schema as c
 from ragframe._kernels import _buffers, _compile
 from ragframe.postprocess._budget import JAVA_WHITESPACE
 from ragframe.postprocess._kernels import _contains, _merge, _order, _overlap, _text, _walk
+from ragframe.postprocess._select import thresholds
 from ragframe.reference._text import skip_units
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
@@ -108,7 +109,7 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
     sim = np.linspace(0.1, 0.7, 7)  # the first-ranked row (last) has the highest
     address, length, alive = _arrow.string_addresses(texts)
     selected, count, best, keep = _walk.walk(
-        address, length, rank, start, sim, entity, entity_type, keys, 10, 0.5
+        address, length, rank, start, sim, entity, entity_type, keys, 10, thresholds(10, 0.5, 7)
     )
     del alive  # the texts were read in place until here
     assert selected.tolist() == [False, True, True, True, True, True, True]

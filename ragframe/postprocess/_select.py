@@ -22,7 +22,7 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe._kernels._buffers import row_views
-from ragframe._kernels._compile import I64, Bools
+from ragframe._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._walk import Walked, walk
 from ragframe.postprocess._rank import ranking
 from ragframe.postprocess._texts import stacked
@@ -130,21 +130,25 @@ def _walked(
     address, length, alive = row_views(text, rows[c.T_ROW].to_numpy())
     types = rows[c.ENTITY_TYPE] if rules.typed else None
     sim, entity = rows[c.T_SIM].to_numpy(), rows[c.ENTITY_ID]
-    found = walk(
-        address, length, rank, start, sim, entity, types, None, rules.top_k,
-        rules.min_similarity, more,
-    )  # fmt: skip
+    limits = thresholds(rules.top_k, rules.min_similarity, min(rules.top_k, len(rank)))
+    found = walk(address, length, rank, start, sim, entity, types, None, rules.top_k, limits, more)
     del alive  # the texts were read in place until here
     return found
 
 
 def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.Expr:
-    """Rule 4: the adaptive threshold, computed in the same order as the seed (the walk
-    computes it so, :func:`ragframe.postprocess._kernels._walk.threshold`)."""
+    """Rule 4: the adaptive threshold, computed in the same order as the seed."""
     m = float(min_similarity)
     middle = pl.lit(m) * (0.6 + 0.6 * (selected - 1) / (top_k - 1)) if top_k > 1 else 0.0
     t = pl.when(selected <= 1).then(0.6 * m).when(selected >= top_k).then(1.2 * m)
     return t.otherwise(middle).clip(0.0, 1.0)
+
+
+def thresholds(top_k: int, min_similarity: float, most: int) -> F64:
+    """Rule 4's threshold (:func:`threshold_expr`) for each count of selected chunks up
+    to ``most``, for the walk to read: the expression's own doubles."""
+    count = pl.int_range(most + 1, dtype=pl.Int64, eager=True)
+    return pl.select(threshold_expr(pl.lit(count), top_k, min_similarity)).to_series().to_numpy()
 
 
 def group_key(zero: int | str, typed: bool) -> list[pl.Expr]:

@@ -27,7 +27,6 @@ from ragframe._kernels._compile import (
     frozen,
     int64s,
     internal,
-    testable,
 )
 from ragframe._kernels._parts import in_parts
 from ragframe.postprocess._kernels._contains import (
@@ -125,21 +124,6 @@ def _repeated(
     return hit == 1
 
 
-@testable
-def threshold(count: int, top_k: int, min_similarity: float) -> float:
-    """Rule 4's adaptive threshold for a query that selects ``count`` chunks: the same
-    float operations in the same order as the seed (and as
-    :func:`ragframe.postprocess._select.threshold_expr`), so the same double."""
-    m = min_similarity
-    if count <= 1:
-        t = 0.6 * m
-    elif count >= top_k:
-        t = 1.2 * m
-    else:
-        t = m * (0.6 + 0.6 * (count - 1) / (top_k - 1))
-    return min(max(t, 0.0), 1.0)
-
-
 @internal
 def _kept(sim: float, start: bool, best: float, t: float) -> bool:
     """Rule 4 on a selected row: at or above its query's threshold ``t``, or (the
@@ -159,7 +143,7 @@ def _walk(
     keys: WalkKeys,
     more: Bools,
     top_k: int,
-    min_similarity: float,
+    thresholds: F64,
     slots: int,
     part: tuple[int, int],
     out: tuple[Bools, I64, F64, Bools, I64, I64, I64],
@@ -168,8 +152,9 @@ def _walk(
     ``order`` (ranking order per query; a query starts where ``start`` is set). Sets per row,
     in ``out``: whether it is selected, the number of chunks its query selected and the
     best similarity among them (on every row of the query), whether rule 4 keeps it
-    (:func:`_kept`; never in a query ``more`` marks on its first row that selects fewer
-    than ``top_k``: more candidates follow, walked again), and working state (the
+    (:func:`_kept`, the query's threshold ``thresholds[count]``; never in a query
+    ``more`` marks on its first row that selects fewer than ``top_k``: more candidates
+    follow, walked again), and working state (the
     selected row before it of the same key, its trimmed bounds and its normalized
     length, each once needed, -1 before). ``more`` empty: no query has more.
     Parts of disjoint queries may run at once: each writes only its own rows.
@@ -231,7 +216,7 @@ def _walk(
                 previous[r] = table[slot]
                 table[slot] = r
         short = len(more) > 0 and more[order[first]] and picked < top_k
-        t = threshold(picked, top_k, min_similarity)
+        t = thresholds[picked]
         for j in range(first, i):
             r = order[j]
             count[r] = picked
@@ -264,7 +249,7 @@ def walk(
     entity_type: pl.Series | None,
     hashes: I64 | None,
     top_k: int,
-    min_similarity: float = 0.0,
+    thresholds: F64,
     more: Bools | None = None,
 ) -> Walked:
     """The distinct top-K walk (see :func:`_walk`) over columns in any row order, the
@@ -272,8 +257,9 @@ def walk(
     their buffers alive meanwhile): ``rank`` orders the rows (ranking order, each
     query's rows together), ``start`` marks each query's first row, ``hashes`` hash
     (entity, type) (None: :func:`key_hashes`); ``entity_type`` None: every type is null.
-    Rule 4 with ``min_similarity``; ``more`` marks the rows of queries with more
-    candidates than these (None: none). Inputs reach the kernel
+    Rule 4 with ``thresholds``, the threshold of a query selecting ``k`` chunks at
+    ``k`` (for every count a query here can reach); ``more`` marks the rows of queries
+    with more candidates than these (None: none). Inputs reach the kernel
     :func:`~._compile.frozen`, outputs fresh: one signature whatever the caller's
     arrays."""
     n = len(rank)
@@ -296,9 +282,10 @@ def walk(
     widest = int(np.diff(starts, append=n).max()) if n else 1  # rows of the largest query
     slots = 1 << (2 * widest).bit_length()
     out = _outputs(n)
+    limits = frozen(thresholds, np.float64)
 
     def run(part: tuple[int, int]) -> None:
-        _walk(*inputs, int(top_k), float(min_similarity), slots, part, out)
+        _walk(*inputs, int(top_k), limits, slots, part, out)
 
     in_parts(run, starts, n)
     del alive  # the buffers the addresses point into lived until here
@@ -344,7 +331,7 @@ def _sample() -> None:
     i64, yes = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.bool_)
     entity, entity_type = pl.Series([1]), pl.Series([None], dtype=pl.String)
     address, length, alive = string_addresses(pl.Series(["a"]))
-    walk(address, length, i64, yes, np.zeros(1), entity, entity_type, None, 1)
+    walk(address, length, i64, yes, np.zeros(1), entity, entity_type, None, 1, np.zeros(2))
     del alive
 
 
