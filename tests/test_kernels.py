@@ -24,6 +24,7 @@ from ragframe import schema as c
 from ragframe._kernels import _buffers, _compile
 from ragframe.postprocess._budget import JAVA_WHITESPACE
 from ragframe.postprocess._kernels import _contains, _merge, _order, _overlap, _text, _walk
+from ragframe.postprocess._select import thresholds
 from ragframe.reference._text import skip_units
 from tests.conftest import assert_same_rows, cand, config, frame, run_engine, run_reference
 
@@ -107,13 +108,15 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
     start = rank == 0
     sim = np.linspace(0.1, 0.7, 7)  # the first-ranked row (last) has the highest
     address, length, alive = _arrow.string_addresses(texts)
-    selected, count, best = _walk.walk(
-        address, length, rank, start, sim, entity, entity_type, keys, 10
+    selected, count, best, keep = _walk.walk(
+        address, length, rank, start, sim, entity, entity_type, keys, 10, thresholds(10, 0.5, 7)
     )
     del alive  # the texts were read in place until here
     assert selected.tolist() == [False, True, True, True, True, True, True]
     assert count.tolist() == [6] * 7  # the query's count and best, on each of its rows
     assert best.tolist() == [0.7] * 7
+    # rule 4: 6 of 10 selected, threshold 0.5 * (0.6 + 0.6 * 5 / 9) = 0.4667
+    assert keep.tolist() == [False, False, False, False, True, True, True]
 
 
 @pytest.mark.parametrize("longest", [5, 40, 300])

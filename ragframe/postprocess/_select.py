@@ -22,8 +22,8 @@ import polars as pl
 
 from ragframe import schema as c
 from ragframe._kernels._buffers import row_views
-from ragframe._kernels._compile import int64s
-from ragframe.postprocess._kernels._walk import walk
+from ragframe._kernels._compile import F64, I64, Bools
+from ragframe.postprocess._kernels._walk import Walked, walk
 from ragframe.postprocess._rank import ranking
 from ragframe.postprocess._texts import stacked
 
@@ -100,32 +100,40 @@ class Rules(NamedTuple):
     """Null literals for the optional columns the input lacks."""
 
 
-def _walked(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
-    """Rule 3 over ``rows`` (whole queries, each a prefix of its ranking, with
-    ``c.T_RANK`` and ``c.T_START``), each one's text the row ``c.T_ROW`` of ``text``
-    (-1: none), read in place: the rows with ``c.T_SELECTED``, and on every row of a
-    query, how many chunks it selects (``c.T_COUNT``) and their best similarity
-    (``c.T_BEST``)."""
-    address, length, alive = row_views(text, int64s(rows[c.T_ROW]))
-    typed = rules.typed
-    hashes = rows.select(pl.struct(*entity_key(typed)).hash()).to_series()
-    types = (
-        rows[c.ENTITY_TYPE] if typed else pl.repeat(None, rows.height, dtype=pl.String, eager=True)
-    )
-    selected, count, best = walk(
-        address,
-        length,
-        rows[c.T_RANK].to_numpy(),
-        rows[c.T_START].to_numpy(),
-        rows[c.T_SIM].to_numpy(),
-        rows[c.ENTITY_ID],
-        types,
-        hashes.to_numpy().view(np.int64),
-        rules.top_k,
-    )
+def _mask(n: int, at: I64) -> pl.Series:
+    """A Boolean mask of ``n`` rows, set at ``at``: the rows a filter gathers
+    (a filter by it reads each column chunk by chunk; Polars' gather across chunks
+    took 3-4 times longer for numbers, ~40 times for the inline text). ``at``
+    ascending: the rows come in that order."""
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[at] = True
+    return pl.Series(mask)
+
+
+def _walk_columns(typed: bool) -> list[str]:
+    """The columns :func:`_walked` reads."""
+    return [c.T_ROW, c.T_SIM, *entity_key(typed)]
+
+
+def _walked(
+    rows: pl.DataFrame, at: pl.Series | None, rank: I64, start: Bools, more: Bools | None,
+    text: pl.Series, rules: Rules,
+) -> Walked:  # fmt: skip
+    """Rules 3 and 4 over the rows of ``rows`` that the mask ``at`` sets (None: all):
+    whole queries, each a prefix of its ranking, their places ``rank`` and first rows
+    ``start``; each one's text the row ``c.T_ROW`` of ``text`` (-1: none), read in
+    place. ``more`` marks the rows of queries with more candidates (not kept when the
+    walk leaves them short: :func:`ragframe.postprocess._kernels._walk.walk`). Only the
+    columns the walk reads are gathered (:func:`_walk_columns`), at those rows."""
+    if at is not None:
+        rows = pl.DataFrame([rows[name].filter(at) for name in _walk_columns(rules.typed)])
+    address, length, alive = row_views(text, rows[c.T_ROW].to_numpy())
+    types = rows[c.ENTITY_TYPE] if rules.typed else None
+    sim, entity = rows[c.T_SIM].to_numpy(), rows[c.ENTITY_ID]
+    limits = thresholds(rules.top_k, rules.min_similarity, min(rules.top_k, len(rank)))
+    found = walk(address, length, rank, start, sim, entity, types, None, rules.top_k, limits, more)
     del alive  # the texts were read in place until here
-    found = {c.T_SELECTED: selected, c.T_COUNT: count, c.T_BEST: best}
-    return rows.with_columns(pl.Series(name, values) for name, values in found.items())
+    return found
 
 
 def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.Expr:
@@ -136,6 +144,13 @@ def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.E
     return t.otherwise(middle).clip(0.0, 1.0)
 
 
+def thresholds(top_k: int, min_similarity: float, most: int) -> F64:
+    """Rule 4's threshold (:func:`threshold_expr`) for each count of selected chunks up
+    to ``most``, for the walk to read: the expression's own doubles."""
+    count = pl.int_range(most + 1, dtype=pl.Int64, eager=True)
+    return pl.select(threshold_expr(pl.lit(count), top_k, min_similarity)).to_series().to_numpy()
+
+
 def group_key(zero: int | str, typed: bool) -> list[pl.Expr]:
     """Rule 5's group key beside the query: (type or "", entity or zero)."""
     return [
@@ -144,23 +159,21 @@ def group_key(zero: int | str, typed: bool) -> list[pl.Expr]:
     ]
 
 
-def _keep(rules: Rules) -> pl.Expr:
-    """Rule 4 on walked rows (:func:`_walked`): selected, and at or above the query's
-    threshold, or (the fallback) the query's first candidate when the best selected
-    similarity is below it."""
-    t = threshold_expr(pl.col(c.T_COUNT), rules.top_k, rules.min_similarity)
-    fallback = pl.col(c.T_START) & (pl.col(c.T_BEST) < t)
-    return pl.col(c.T_SELECTED) & ((pl.col(c.T_SIM) >= t) | fallback)
+class Kept(NamedTuple):
+    """Rows a walk keeps: their rows (ascending), places and first-row marks."""
+
+    at: I64
+    rank: I64
+    start: Bools
 
 
 def _walked_again(
     rows: pl.DataFrame, short: pl.DataFrame, text: pl.Series, rules: Rules, width: int
-) -> pl.DataFrame:
+) -> Kept:
     """The second pass: the queries of ``short`` (each with its first row's rank in the
     whole ranking, ``c.T_BASE``) ranked again in full, in input order (the ranking's
-    tie-break), and walked over their reachable prefix: those rows, each with its row
-    of ``rows`` (``c.T_AT``), its rank and whether the walk keeps it (``c.T_SELECTED``,
-    rule 4 too). A row's rank in the whole ranking is its query's first rank plus its
+    tie-break), and walked over their reachable prefix: the rows rules 3 and 4 keep
+    there. A row's rank in the whole ranking is its query's first rank plus its
     position in the query."""
     at = pl.int_range(rows.height, dtype=pl.Int64).alias(c.T_AT)
     rest = rows.with_columns(at).filter(pl.col(c.QUERY_ID).is_in(short[c.QUERY_ID].implode()))
@@ -170,8 +183,10 @@ def _walked_again(
     )
     rest = rest.with_columns((pl.col(c.T_BASE) + pl.col(c.T_POSITION)).alias(c.T_RANK))
     reach = _reachable(_started(rest.sort(c.T_RANK)), rules.top_k, rules.typed)
-    walked = _walked(reach, text, rules)
-    return walked.select(c.T_AT, c.T_RANK, c.T_START, _keep(rules).alias(c.T_SELECTED))
+    reach = reach.sort(c.T_AT)  # rows ascending, as the walk's gathers read them
+    rank, start = reach[c.T_RANK].to_numpy(), reach[c.T_START].to_numpy()
+    keep = _walked(reach, None, rank, start, None, text, rules).keep
+    return Kept(reach[c.T_AT].to_numpy()[keep], rank[keep], start[keep])
 
 
 def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
@@ -187,34 +202,38 @@ def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
     selects top_k of them, the walk stops there whatever follows, as it does unless
     repeats are common. The second walks again only the queries the first did not fill
     and that have more candidates, when there are any (:func:`_walked_again`). The
-    walks read only the columns they need; the kept rows are taken from ``rows`` once.
+    walks gather only the columns they need at the rows they walk; the kept rows are
+    gathered from ``rows`` once (:func:`_kept`).
     """
     width = first_pass_width(rules.top_k)
     places = ranking(rows[c.QUERY_ID], rows[c.RANKING_SCORE].to_numpy(), width, head=width)
     in_head = places.position < width
     head = np.flatnonzero(in_head)
-    rank, start = places.rank, places.position == 0
-    needed = [c.T_ROW, c.QUERY_ID, c.T_SIM, *entity_key(rules.typed)]
-    first = rows.select(needed).filter(pl.Series(in_head))  # a filter: no text copied
-    first = first.with_columns(pl.Series(c.T_RANK, rank[head]), pl.Series(c.T_START, start[head]))
-    first = _walked(first.with_columns(pl.Series(c.T_MORE, places.more[head])), text, rules)
+    rank, start, more = places.rank[head], places.position[head] == 0, places.more[head]
+    walked = _walked(rows, pl.Series(in_head), rank, start, more, text, rules)
+    keep = walked.keep
+    kept = Kept(head[keep], rank[keep], start[keep])
     # the queries the first pass leaves short of top_k that have more candidates
-    unfilled = pl.col(c.T_MORE) & (pl.col(c.T_COUNT) < rules.top_k)
-    keep = np.zeros(rows.height, dtype=np.bool_)
-    keep[head] = first.select(_keep(rules) & ~unfilled).to_series().to_numpy()
-    short = first.filter(pl.col(c.T_START) & unfilled)
-    if short.height:  # decided from the counts: most runs never walk again
-        short = short.select(c.QUERY_ID, pl.col(c.T_RANK).alias(c.T_BASE))
-        again = _walked_again(rows, short, text, rules, width)
-        at = again[c.T_AT].to_numpy()
-        rank, start = rank.copy(), start.copy()
-        rank[at], start[at] = again[c.T_RANK].to_numpy(), again[c.T_START].to_numpy()
-        keep[at] = again[c.T_SELECTED].to_numpy()
-    places_of = [pl.Series(c.T_RANK, rank), pl.Series(c.T_START, start)]
-    kept = rows.with_columns(places_of).filter(pl.Series(keep))
-    return kept.select(
-        pl.exclude(c.RANKING_SCORE), *group_key(rules.zero, rules.typed), *rules.absent
-    )
+    short = np.flatnonzero(start & more & (walked.picked < rules.top_k))
+    if len(short):  # decided from the counts: most runs never walk again
+        ids = rows[c.QUERY_ID].gather(head[short])
+        bases = pl.DataFrame([ids, pl.Series(c.T_BASE, rank[short])])
+        again = _walked_again(rows, bases, text, rules, width)
+        both = [np.concatenate(pair) for pair in zip(kept, again, strict=True)]
+        order = np.argsort(both[0], kind="stable")
+        kept = Kept(*(values[order] for values in both))
+    return _kept(rows, kept, rules)
+
+
+def _kept(rows: pl.DataFrame, kept: Kept, rules: Rules) -> pl.DataFrame:
+    """The rows ``kept`` of ``rows``, each column filtered once (chunk by chunk,
+    :func:`_mask`), with their places, first-row marks, group key and the optional
+    columns the input lacks (the columns :func:`kept_schema` says)."""
+    mask = _mask(rows.height, kept.at)
+    columns = [rows[name].filter(mask) for name in rows.columns if name != c.RANKING_SCORE]
+    places = [pl.Series(c.T_RANK, kept.rank), pl.Series(c.T_START, kept.start)]
+    out = pl.DataFrame([*columns, *places])
+    return out.with_columns(*group_key(rules.zero, rules.typed), *rules.absent)
 
 
 def kept_schema(rows: pl.Schema, rules: Rules) -> pl.Schema:
@@ -256,10 +275,10 @@ def rows_and_text(
     n = parts.height - parts[c.T_ROW].null_count()  # the store's rows have no T_ROW
     # built from the columns: a frame's drop or select would first align the chunks of
     # every column, the source's texts too (the batch's columns are in chunks of
-    # different lengths); the candidates' columns are made one chunk each, once: every
-    # filter and select of the selection would align them again
+    # different lengths); left in their chunks (not made one: a copy of every column):
+    # the selection gathers only the rows it reads, column by column (:func:`_mask`)
     rows = pl.DataFrame([parts[name].head(n) for name in parts.columns if name not in side])
-    return rows.rechunk(), pl.DataFrame([parts[name].slice(n) for name in side])
+    return rows, pl.DataFrame([parts[name].slice(n) for name in side])
 
 
 def _selection_kernel(rules: Rules, in_source: bool) -> Callable[[pl.DataFrame], pl.DataFrame]:

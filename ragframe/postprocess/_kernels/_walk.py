@@ -4,7 +4,7 @@ skip a candidate that an already-selected chunk of the same entity repeats, stop
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -124,6 +124,13 @@ def _repeated(
     return hit == 1
 
 
+@internal
+def _kept(sim: float, start: bool, best: float, t: float) -> bool:
+    """Rule 4 on a selected row: at or above its query's threshold ``t``, or (the
+    fallback) the query's first candidate when the best selected similarity is below."""
+    return sim >= t or (start and best < t)
+
+
 @compiled
 def _walk(
     address: I64,
@@ -134,17 +141,22 @@ def _walk(
     entity_null: Bools,
     hashes: I64,
     keys: WalkKeys,
+    more: Bools,
     top_k: int,
+    thresholds: F64,
     slots: int,
     part: tuple[int, int],
-    out: tuple[Bools, I64, F64, I64, I64, I64],
+    out: tuple[Bools, I64, F64, Bools, I64, I64, I64],
 ) -> None:
     """Rule 3's walk over the queries of ``order[part[0]:part[1]]``, rows visited in
     ``order`` (ranking order per query; a query starts where ``start`` is set). Sets per row,
     in ``out``: whether it is selected, the number of chunks its query selected and the
-    best similarity among them (on every row of the query), and working state (the
+    best similarity among them (on every row of the query), whether rule 4 keeps it
+    (:func:`_kept`, the query's threshold ``thresholds[count]``; never in a query
+    ``more`` marks on its first row that selects fewer than ``top_k``: more candidates
+    follow, walked again), and working state (the
     selected row before it of the same key, its trimmed bounds and its normalized
-    length, each once needed, -1 before).
+    length, each once needed, -1 before). ``more`` empty: no query has more.
     Parts of disjoint queries may run at once: each writes only its own rows.
 
     A candidate is compared only with the selected chunks of its own (entity, type): a
@@ -153,7 +165,7 @@ def _walk(
     compared by normalized length first, then on the fly; a pathological pair (many
     near-matches) is settled by normalizing both and a linear-time search instead.
     """
-    selected, count, best, previous, trims, norm_len = out
+    selected, count, best, keep, previous, trims, norm_len = out
     i, n = part
     longest = longest_text(length)
     scratch = (
@@ -203,11 +215,28 @@ def _walk(
                     filled += 1
                 previous[r] = table[slot]
                 table[slot] = r
+        short = len(more) > 0 and more[order[first]] and picked < top_k
+        t = thresholds[picked]
         for j in range(first, i):
-            count[order[j]] = picked
-            best[order[j]] = top
+            r = order[j]
+            count[r] = picked
+            best[r] = top
+            keep[r] = selected[r] and not short and _kept(sim[r], start[r], top, t)
         for j in range(filled):
             table[used[j]] = -1
+
+
+class Walked(NamedTuple):
+    """Per row, what :func:`walk` finds."""
+
+    selected: Bools
+    """Rule 3 selects it."""
+    picked: I64
+    """How many chunks its query selects."""
+    best: F64
+    """The best similarity among them (-inf: none)."""
+    keep: Bools
+    """Rule 4 keeps it (and its query is not left short: see :func:`_walk`)."""
 
 
 def walk(
@@ -217,19 +246,27 @@ def walk(
     start: Bools,
     sim: F64,
     entity: pl.Series,
-    entity_type: pl.Series,
-    hashes: I64,
+    entity_type: pl.Series | None,
+    hashes: I64 | None,
     top_k: int,
-) -> tuple[Bools, I64, F64]:
+    thresholds: F64,
+    more: Bools | None = None,
+) -> Walked:
     """The distinct top-K walk (see :func:`_walk`) over columns in any row order, the
     texts read in place (``address``, ``length``: :func:`ragframe._arrow.string_addresses`;
     their buffers alive meanwhile): ``rank`` orders the rows (ranking order, each
     query's rows together), ``start`` marks each query's first row, ``hashes`` hash
-    (entity, type). Inputs reach the kernel :func:`~._compile.frozen`, outputs fresh:
-    one signature whatever the caller's arrays."""
+    (entity, type) (None: :func:`key_hashes`); ``entity_type`` None: every type is null.
+    Rule 4 with ``thresholds``, the threshold of a query selecting ``k`` chunks at
+    ``k`` (for every count a query here can reach); ``more`` marks the rows of queries
+    with more candidates than these (None: none). Inputs reach the kernel
+    :func:`~._compile.frozen`, outputs fresh: one signature whatever the caller's
+    arrays."""
     n = len(rank)
     order = rank_order(rank)
-    keys, more = _walk_keys(entity, entity_type)
+    keys, alive = _walk_keys(entity, entity_type)
+    if hashes is None:
+        hashes = key_hashes(entity, entity_type)
     inputs = (
         frozen(address, np.int64),
         frozen(length, np.int64),
@@ -239,27 +276,49 @@ def walk(
         frozen(entity.is_null().to_numpy(), np.bool_),
         frozen(hashes, np.int64),
         keys,
+        frozen(np.zeros(0, dtype=np.bool_) if more is None else more, np.bool_),
     )
     starts = np.flatnonzero(start[order])
     widest = int(np.diff(starts, append=n).max()) if n else 1  # rows of the largest query
     slots = 1 << (2 * widest).bit_length()
     out = _outputs(n)
+    limits = frozen(thresholds, np.float64)
 
     def run(part: tuple[int, int]) -> None:
-        _walk(*inputs, int(top_k), slots, part, out)
+        _walk(*inputs, int(top_k), limits, slots, part, out)
 
     in_parts(run, starts, n)
-    del more  # the buffers the addresses point into lived until here
-    return out[0], out[1], out[2]
+    del alive  # the buffers the addresses point into lived until here
+    return Walked(out[0], out[1], out[2], out[3])
 
 
-def _outputs(n: int) -> tuple[Bools, I64, F64, I64, I64, I64]:
-    """What :func:`_walk` sets, for ``n`` rows: selected, count, best, then its working
-    state (-1: not yet known)."""
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+"""An odd 64-bit multiplier (2**64 over the golden ratio) for :func:`key_hashes`."""
+
+
+def key_hashes(entity: pl.Series, entity_type: pl.Series | None) -> I64:
+    """A hash of each row's (entity, type) for the walk's table (any hash serves: the
+    walk verifies keys, :func:`_same_key`). Integer entities without types: the value
+    itself, mixed in numpy (Polars' struct hash took ~1.3 ms for 120k rows); else
+    Polars' hashes, the type's mixed in."""
+    with np.errstate(over="ignore"):
+        if entity_type is None and entity.dtype.is_integer():
+            h = int64s(entity).view(np.uint64) * _MIX
+        else:
+            h = entity.hash().to_numpy()
+            if entity_type is not None:
+                h = h ^ (entity_type.hash().to_numpy() * _MIX)
+        return (h ^ (h >> np.uint64(29))).view(np.int64)
+
+
+def _outputs(n: int) -> tuple[Bools, I64, F64, Bools, I64, I64, I64]:
+    """What :func:`_walk` sets, for ``n`` rows: selected, count, best, keep, then its
+    working state (-1: not yet known)."""
     return (
         np.zeros(n, dtype=np.bool_),
         np.zeros(n, dtype=np.int64),
         np.zeros(n, dtype=np.float64),
+        np.zeros(n, dtype=np.bool_),
         np.full(n, -1, dtype=np.int64),
         np.full((n, 2), -1, dtype=np.int64),
         np.full(n, -1, dtype=np.int64),
@@ -272,13 +331,13 @@ def _sample() -> None:
     i64, yes = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.bool_)
     entity, entity_type = pl.Series([1]), pl.Series([None], dtype=pl.String)
     address, length, alive = string_addresses(pl.Series(["a"]))
-    walk(address, length, i64, yes, np.zeros(1), entity, entity_type, i64, 1)
+    walk(address, length, i64, yes, np.zeros(1), entity, entity_type, None, 1, np.zeros(2))
     del alive
 
 
-def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, list[Any]]:
+def _walk_keys(entity: pl.Series, entity_type: pl.Series | None) -> tuple[WalkKeys, list[Any]]:
     """What :func:`_same_key` compares: the entity (numbers or string bytes) and the
-    type (validity and bytes; nothing when every type is null)."""
+    type (validity and bytes; nothing when every type is null or there is none)."""
     none = np.zeros(0, dtype=np.int64)
     alive: list[Any] = []
     if entity.dtype == pl.String:
@@ -288,8 +347,8 @@ def _walk_keys(entity: pl.Series, entity_type: pl.Series) -> tuple[WalkKeys, lis
     else:
         number = int64s(entity)
         e_address, e_length = none, none
-    typed = entity_type.null_count() < len(entity_type)
-    if typed:
+    typed = entity_type is not None and entity_type.null_count() < len(entity_type)
+    if entity_type is not None and typed:
         t_valid = entity_type.is_not_null().to_numpy()
         t_address, t_length, kept = string_addresses(entity_type)
         alive.append(kept)
