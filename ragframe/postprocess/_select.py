@@ -14,6 +14,7 @@ it (decided from the first pass's counts), over the reachable prefix
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, TypeVar
 
@@ -24,7 +25,7 @@ from ragframe import schema as c
 from ragframe._kernels._buffers import row_views
 from ragframe._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._walk import Walked, walk
-from ragframe.postprocess._rank import ranking
+from ragframe.postprocess._rank import heads, ranking
 from ragframe.postprocess._texts import stacked
 
 FIRST_PASS = 1.5
@@ -116,17 +117,14 @@ def _walk_columns(typed: bool) -> list[str]:
 
 
 def _walked(
-    rows: pl.DataFrame, at: pl.Series | None, rank: I64, start: Bools, more: Bools | None,
-    text: pl.Series, rules: Rules,
+    rows: pl.DataFrame, rank: I64, start: Bools, more: Bools | None, text: pl.Series,
+    rules: Rules,
 ) -> Walked:  # fmt: skip
-    """Rules 3 and 4 over the rows of ``rows`` that the mask ``at`` sets (None: all):
-    whole queries, each a prefix of its ranking, their places ``rank`` and first rows
-    ``start``; each one's text the row ``c.T_ROW`` of ``text`` (-1: none), read in
-    place. ``more`` marks the rows of queries with more candidates (not kept when the
-    walk leaves them short: :func:`ragframe.postprocess._kernels._walk.walk`). Only the
-    columns the walk reads are gathered (:func:`_walk_columns`), at those rows."""
-    if at is not None:
-        rows = pl.DataFrame([rows[name].filter(at) for name in _walk_columns(rules.typed)])
+    """Rules 3 and 4 over ``rows`` (with the :func:`_walk_columns`): whole queries, each
+    a prefix of its ranking, their places ``rank`` and first rows ``start``; each one's
+    text the row ``c.T_ROW`` of ``text`` (-1: none), read in place. ``more`` marks the
+    rows of queries with more candidates (not kept when the walk leaves them short:
+    :func:`ragframe.postprocess._kernels._walk.walk`)."""
     address, length, alive = row_views(text, rows[c.T_ROW].to_numpy())
     types = rows[c.ENTITY_TYPE] if rules.typed else None
     sim, entity = rows[c.T_SIM].to_numpy(), rows[c.ENTITY_ID]
@@ -144,11 +142,17 @@ def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.E
     return t.otherwise(middle).clip(0.0, 1.0)
 
 
+@functools.lru_cache(maxsize=64)
 def thresholds(top_k: int, min_similarity: float, most: int) -> F64:
     """Rule 4's threshold (:func:`threshold_expr`) for each count of selected chunks up
-    to ``most``, for the walk to read: the expression's own doubles."""
+    to ``most``, for the walk to read: the expression's own doubles (read-only; kept
+    for the next call with the same rules: a Polars select took ~0.8 ms a call in the
+    engine's map)."""
     count = pl.int_range(most + 1, dtype=pl.Int64, eager=True)
-    return pl.select(threshold_expr(pl.lit(count), top_k, min_similarity)).to_series().to_numpy()
+    expr = threshold_expr(pl.lit(count), top_k, min_similarity)
+    values = pl.select(expr).to_series().to_numpy().copy()
+    values.flags.writeable = False
+    return values
 
 
 def group_key(zero: int | str, typed: bool) -> list[pl.Expr]:
@@ -185,7 +189,7 @@ def _walked_again(
     reach = _reachable(_started(rest.sort(c.T_RANK)), rules.top_k, rules.typed)
     reach = reach.sort(c.T_AT)  # rows ascending, as the walk's gathers read them
     rank, start = reach[c.T_RANK].to_numpy(), reach[c.T_START].to_numpy()
-    keep = _walked(reach, None, rank, start, None, text, rules).keep
+    keep = _walked(reach, rank, start, None, text, rules).keep
     return Kept(reach[c.T_AT].to_numpy()[keep], rank[keep], start[keep])
 
 
@@ -198,7 +202,7 @@ def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
     optional columns the input lacks.
 
     The first pass walks each query's first :func:`first_pass_width` candidates (found
-    without sorting: :func:`ragframe.postprocess._rank.ranking` with a head): where it
+    without sorting: :func:`ragframe.postprocess._rank.heads`): where it
     selects top_k of them, the walk stops there whatever follows, as it does unless
     repeats are common. The second walks again only the queries the first did not fill
     and that have more candidates, when there are any (:func:`_walked_again`). The
@@ -206,31 +210,39 @@ def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
     gathered from ``rows`` once (:func:`_kept`).
     """
     width = first_pass_width(rules.top_k)
-    places = ranking(rows[c.QUERY_ID], rows[c.RANKING_SCORE].to_numpy(), width, head=width)
-    in_head = places.position < width
-    head = np.flatnonzero(in_head)
-    rank, start, more = places.rank[head], places.position[head] == 0, places.more[head]
-    walked = _walked(rows, pl.Series(in_head), rank, start, more, text, rules)
+    head, rank, start, more = heads(rows[c.QUERY_ID], rows[c.RANKING_SCORE].to_numpy(), width)
+    # only the columns the walk reads, at its rows (a filter: chunk by chunk, :func:`_mask`)
+    mask = _mask(rows.height, head)
+    first = pl.DataFrame([rows[name].filter(mask) for name in _walk_columns(rules.typed)])
+    walked = _walked(first, rank, start, more, text, rules)
     keep = walked.keep
     kept = Kept(head[keep], rank[keep], start[keep])
     # the queries the first pass leaves short of top_k that have more candidates
     short = np.flatnonzero(start & more & (walked.picked < rules.top_k))
-    if len(short):  # decided from the counts: most runs never walk again
-        ids = rows[c.QUERY_ID].gather(head[short])
-        bases = pl.DataFrame([ids, pl.Series(c.T_BASE, rank[short])])
-        again = _walked_again(rows, bases, text, rules, width)
-        both = [np.concatenate(pair) for pair in zip(kept, again, strict=True)]
-        order = np.argsort(both[0], kind="stable")
-        kept = Kept(*(values[order] for values in both))
-    return _kept(rows, kept, rules)
+    if not len(short):  # decided from the counts: most runs never walk again
+        return _kept(rows, kept, rules, first.filter(pl.Series(keep)))
+    ids = rows[c.QUERY_ID].gather(head[short])
+    bases = pl.DataFrame([ids, pl.Series(c.T_BASE, rank[short])])
+    again = _walked_again(rows, bases, text, rules, width)
+    both = [np.concatenate(pair) for pair in zip(kept, again, strict=True)]
+    order = np.argsort(both[0], kind="stable")
+    return _kept(rows, Kept(*(values[order] for values in both)), rules)
 
 
-def _kept(rows: pl.DataFrame, kept: Kept, rules: Rules) -> pl.DataFrame:
-    """The rows ``kept`` of ``rows``, each column filtered once (chunk by chunk,
-    :func:`_mask`), with their places, first-row marks, group key and the optional
-    columns the input lacks (the columns :func:`kept_schema` says)."""
+def _kept(
+    rows: pl.DataFrame, kept: Kept, rules: Rules, known: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """The rows ``kept`` of ``rows``, with their places, first-row marks, group key and
+    the optional columns the input lacks (the columns :func:`kept_schema` says). The
+    columns of ``known`` (those rows' already) are taken from it, the others filtered
+    from ``rows`` once each (chunk by chunk, :func:`_mask`)."""
     mask = _mask(rows.height, kept.at)
-    columns = [rows[name].filter(mask) for name in rows.columns if name != c.RANKING_SCORE]
+    have = {} if known is None else {name: known[name] for name in known.columns}
+    columns = [
+        have[name] if name in have else rows[name].filter(mask)
+        for name in rows.columns
+        if name != c.RANKING_SCORE
+    ]
     places = [pl.Series(c.T_RANK, kept.rank), pl.Series(c.T_START, kept.start)]
     out = pl.DataFrame([*columns, *places])
     return out.with_columns(*group_key(rules.zero, rules.typed), *rules.absent)

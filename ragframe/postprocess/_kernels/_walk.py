@@ -13,7 +13,6 @@ from ragframe._arrow import string_addresses
 from ragframe._kernels._ahead import sample
 from ragframe._kernels._buffers import (
     PREFETCH_AHEAD,
-    longest_text,
     prefetch_text,
     text_at,
 )
@@ -145,6 +144,7 @@ def _walk(
     top_k: int,
     thresholds: F64,
     slots: int,
+    longest: int,
     part: tuple[int, int],
     out: tuple[Bools, I64, F64, Bools, I64, I64, I64],
 ) -> None:
@@ -167,8 +167,7 @@ def _walk(
     """
     selected, count, best, keep, previous, trims, norm_len = out
     i, n = part
-    longest = longest_text(length)
-    scratch = (
+    scratch = (  # for the longest text, in bytes
         np.empty(longest, dtype=np.uint8),
         np.empty(longest, dtype=np.uint8),
         np.empty(longest, dtype=np.int64),
@@ -283,9 +282,10 @@ def walk(
     slots = 1 << (2 * widest).bit_length()
     out = _outputs(n)
     limits = frozen(thresholds, np.float64)
+    longest = max(int(length.max()), 1) if n else 1  # once, not once per part
 
     def run(part: tuple[int, int]) -> None:
-        _walk(*inputs, int(top_k), limits, slots, part, out)
+        _walk(*inputs, int(top_k), limits, slots, longest, part, out)
 
     in_parts(run, starts, n)
     del alive  # the buffers the addresses point into lived until here
