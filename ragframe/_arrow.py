@@ -31,6 +31,7 @@ import polars as pl
 import pyarrow as pa
 
 U8 = npt.NDArray[np.uint8]
+U32 = npt.NDArray[np.uint32]
 I64 = npt.NDArray[np.int64]
 
 VIEW_BYTES = 16
@@ -153,18 +154,28 @@ def content_buffer(column: pl.Series) -> Buffer:
 
 
 def string_views(
-    buffers: Sequence[Any], source: I64, position: I64, length: I64, name: str = ""
+    buffers: Sequence[Any],
+    source: I64,
+    position: I64,
+    length: I64,
+    name: str = "",
+    prefix: U32 | None = None,
 ) -> pl.Series:
     """A String Series of ``length[i]`` bytes at ``position[i]`` in
     ``buffers[source[i]]`` (numpy byte arrays or Arrow buffers, each at most
-    :data:`VIEW_BUFFER` bytes), sharing their memory: one view per value."""
+    :data:`VIEW_BUFFER` bytes), sharing their memory: one view per value. ``prefix``:
+    each value's first 4 bytes as a little-endian word (:func:`prefix_words`), where
+    the caller has them (else read here: a read of each value's bytes, which costs
+    where the buffers are large and not in cache)."""
     data = [b if isinstance(b, np.ndarray) else np.frombuffer(b, dtype=np.uint8) for b in buffers]
     views = np.zeros((len(length), 4), dtype=np.uint32)
     views[:, 0] = length
+    if prefix is not None:  # inline values overwrite it
+        views[:, 1] = prefix
     views[:, 2] = source  # buffer index and offset; inline values overwrite both
     views[:, 3] = position
     for index, rows in _groups(source, len(data)):
-        _fill(views, rows, data[index], position[rows], length[rows])
+        _fill(views, rows, data[index], position[rows], length[rows], prefix is None)
     owned = [None, pa.py_buffer(views), *(pa.py_buffer(b) for b in data)]
     return series(name, pa.Array.from_buffers(pa.string_view(), len(length), owned))
 
@@ -192,20 +203,24 @@ def series(name: str, array: pa.Array) -> pl.Series:
     return pl.Series(_CArray(array)).alias(name)
 
 
-def strings(data: U8, begin: I64, size: I64, name: str = "") -> pl.Series:
+def strings(
+    data: U8, begin: I64, size: I64, name: str = "", prefix: U32 | None = None
+) -> pl.Series:
     """A String Series of the pieces ``data[begin[i]:begin[i] + size[i]]`` of one
-    buffer, in any order, sharing its memory. A buffer past :data:`VIEW_BUFFER` bytes is
-    seen as overlapping windows of that size, ``VIEW_BUFFER // 2`` apart, each piece in
-    the window it starts in (a piece longer than half a window is copied instead)."""
+    buffer, in any order, sharing its memory (``prefix``: see :func:`string_views`). A
+    buffer past :data:`VIEW_BUFFER` bytes is seen as overlapping windows of that size,
+    ``VIEW_BUFFER // 2`` apart, each piece in the window it starts in (a piece longer
+    than half a window is copied instead)."""
     if len(data) <= VIEW_BUFFER:
-        return string_views([data], np.zeros(len(begin), dtype=np.int64), begin, size, name)
+        zero = np.zeros(len(begin), dtype=np.int64)
+        return string_views([data], zero, begin, size, name, prefix)
     step = VIEW_BUFFER // 2
     if len(size) and int(size.max()) > VIEW_BUFFER - step:
         return _packed(data, begin, size, name)
     window = begin // step
     count = int(window.max()) + 1 if len(window) else 0
     windows = [data[k * step : k * step + VIEW_BUFFER] for k in range(count)]
-    return string_views(windows, window, begin - window * step, size, name)
+    return string_views(windows, window, begin - window * step, size, name, prefix)
 
 
 def consecutive_strings(data: U8, begin: I64, name: str = "") -> pl.Series:
@@ -255,18 +270,41 @@ _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(5)], dtype=np.uint32)
 """``_LOW_BYTES[n]`` keeps the first ``n`` bytes of a little-endian 4-byte word."""
 
 
-def _fill(views: npt.NDArray[np.uint32], rows: slice | I64, data: U8, at: I64, length: I64) -> None:
+def prefix_words(data: U8, at: I64) -> U32:
+    """The 4 bytes at each of ``at`` in ``data`` as a little-endian word, read unaligned
+    (0 where fewer than 4 bytes are left: only inline values, which hold all theirs).
+
+    Example:
+        >>> import numpy as np
+        >>> prefix_words(np.frombuffer(b"abcdef", dtype=np.uint8), np.array([0, 2, 5])).tolist()
+        [1684234849, 1717920867, 0]
+    """
+    if len(data) < 4:
+        return np.zeros(len(at), dtype=np.uint32)
+    words = np.ndarray((len(data) - 3,), dtype=np.uint32, buffer=data, strides=(1,))
+    return np.where(at < len(words), words[np.minimum(at, len(words) - 1)], 0).astype(np.uint32)
+
+
+def _fill(
+    views: npt.NDArray[np.uint32],
+    rows: slice | I64,
+    data: U8,
+    at: I64,
+    length: I64,
+    prefix: bool = True,
+) -> None:
     """The bytes the views ``rows`` (all into ``data`` at ``at``) hold themselves: the
-    4-byte prefix, or the whole value when inline: three 4-byte words read unaligned
-    and masked to the value's length (per-byte index arrays cost twelve times more
-    memory, and the time of its page faults)."""
+    4-byte prefix (with ``prefix``; else set already), or the whole value when inline:
+    three 4-byte words read unaligned and masked to the value's length (per-byte index
+    arrays cost twelve times more memory, and the time of its page faults)."""
     if isinstance(rows, slice):
         target, rows = views[rows], np.arange(rows.stop - rows.start)
     else:
         target = views
     if len(data) >= 4:  # the first 4 bytes, read unaligned; inline values overwrite them
         words = np.ndarray((len(data) - 3,), dtype=np.uint32, buffer=data, strides=(1,))
-        target[rows, 1] = words[np.minimum(at, len(words) - 1)]
+        if prefix:
+            target[rows, 1] = words[np.minimum(at, len(words) - 1)]
     short = np.flatnonzero(length <= INLINE)
     near_end = at[short] + INLINE > len(data)
     if len(data) >= INLINE and not near_end.all():

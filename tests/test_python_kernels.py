@@ -272,3 +272,20 @@ def test_bpe_counting_stays_compiled_on_small_inputs(monkeypatch: pytest.MonkeyP
     small = ragframe.postprocess(rows, config).collect()
     monkeypatch.setenv("RAGFRAME_PYTHON_ROWS", "0")
     assert_frame_equal(small, ragframe.postprocess(rows, config).collect())
+
+
+@given(st.lists(st.integers(0, 6), max_size=8), st.data())
+def test_run_gather_in_python_equals_compiled(lengths: list[int], data: st.DataObject) -> None:
+    """Each block's rows' values (:func:`~ragframe.postprocess._kernels._pieces.runs_of`),
+    blocks in any order, as plain Python and compiled, equal numpy's gather of them."""
+    from ragframe.postprocess._kernels._pieces import runs_of
+
+    ends = np.cumsum(lengths, dtype=np.int64)
+    firsts = ends - np.array(lengths, dtype=np.int64)
+    order = np.array(data.draw(st.permutations(range(len(lengths)))), dtype=np.int64)
+    values = np.arange(100, 100 + int(ends[-1]) if len(ends) else 100, dtype=np.int64)
+    firsts, sizes = firsts[order], np.array(lengths, dtype=np.int64)[order]
+    want = [int(v) for k in range(len(order)) for v in values[firsts[k] : firsts[k] + sizes[k]]]
+    for rows in (0, 10**9):
+        with rows_in_python(rows):
+            assert runs_of(values, firsts, sizes).tolist() == want

@@ -19,17 +19,18 @@ import numpy.typing as npt
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._arrow import consecutive_strings, int64_lists, strings
+from ragframe._arrow import consecutive_strings, int64_lists, prefix_words, strings
 from ragframe._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._budget import TRUNCATE_WINDOW, within_budget
-from ragframe.postprocess._kernels._merge import MergeResult, merge, write_blocks
+from ragframe.postprocess._columns import floats, gathered
+from ragframe.postprocess._kernels._merge import MergeResult, merge
 from ragframe.postprocess._kernels._order import (
     descending_key,
     in_segments_of,
     rank_order,
     ranked_in_segments,
 )
-from ragframe.postprocess._kernels._pieces import Texts, truncated
+from ragframe.postprocess._kernels._pieces import Texts, runs_of, truncated, write_blocks
 from ragframe.postprocess._texts import RowTexts, row_texts, stacked
 
 _STATS: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -207,7 +208,10 @@ def _texts(
         parts.skip[cut], parts.take[cut], chars = done.skip, done.take, chars.copy()
         chars[cut] = kept_chars
     if len(m.text) and 2 * int(parts.take.sum()) >= len(m.text):
-        return strings(m.text, m.at[blocks.rows] + parts.skip, parts.take), chars, cut
+        begin = m.at[blocks.rows] + parts.skip
+        head = m.head[blocks.rows].astype(np.uint32)  # the merge's, where nothing is cut
+        head[cut] = prefix_words(m.text, begin[cut])
+        return strings(m.text, begin, parts.take, prefix=head), chars, cut
     data, begin = write_blocks(*texts, m.piece, parts)
     return consecutive_strings(data, begin), chars, cut
 
@@ -223,16 +227,13 @@ def _frame(
     """One row per block: rule 8's fields, its rank and running length, the first rows'
     columns (``first``: renamed), its text (see :func:`_texts`)."""
     order, rows = rows_in.order, blocks.rows
-    heads, group_heads = pl.Series(order[rows]), pl.Series(order[blocks.group])
-    members = _runs(rows, blocks.lengths)
+    heads, group_heads = order[rows], order[blocks.group]
     count = m.chunk_count[rows]
     text, chars, cut = texts
-    group_first = parts.select(c.ENTITY_TYPE, c.ENTITY_ID)[group_heads]  # one gather each
-    block_first = parts.select(pl.col(column).alias(name) for column, name in first.items())
     return pl.DataFrame(
         {
-            **group_first.to_dict(),
-            **block_first[heads].to_dict(),
+            **{name: gathered(parts[name], group_heads) for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
+            **{name: gathered(parts[column], heads).alias(name) for column, name in first.items()},
             c.END_CHUNK_INDEX: m.end_chunk_index[rows],
             c.TEXT: text,
             c.T_CHARS: m.chars[rows],
@@ -241,7 +242,9 @@ def _frame(
             c.SOURCE_CHUNK_COUNT: count,
             c.RERANK_SCORE: pl.Series(blocks.rerank, nan_to_null=True),
             c.RANKING_SCORE: blocks.score,
-            c.CHUNK_INDEXES: int64_lists(blocks.lengths, rows_in.chunk_index[members]),
+            c.CHUNK_INDEXES: int64_lists(
+                blocks.lengths, runs_of(rows_in.chunk_index, rows, blocks.lengths)
+            ),
             c.BLOCK_RANK: blocks.block_rank,
             c.T_TOTAL: blocks.running,
             c.CHAR_COUNT: chars,
@@ -269,7 +272,7 @@ def in_merge_order(found: RowTexts, typed: bool) -> tuple[MergeOrder, tuple[I64,
     order = rows_in.order
     offsets = found.offsets
     sim = parts[c.T_SIM].to_numpy()[order]
-    rerank = parts[c.RERANK_SCORE].cast(pl.Float64).to_numpy()[order]  # nulls read as NaN
+    rerank = floats(parts[c.RERANK_SCORE], order)
     numbers = MergeInputs(
         sim, rerank, *((offsets[0][order], offsets[1][order]) if offsets else (None, None))
     )

@@ -16,7 +16,7 @@ counts those it reaches (:mod:`._token_budget`).
 The text of each append is the character merge's own: the compiled merge
 (:func:`ragframe.postprocess._kernels._merge.merge`) run on pairs (the block's text,
 the chunk) with no character cap, its pairs' texts then written
-(:func:`~ragframe.postprocess._kernels._merge.write_blocks`), gives ``block +
+(:func:`~ragframe.postprocess._kernels._pieces.write_blocks`), gives ``block +
 remove_overlap(block, chunk)`` (rule 7), or the offsets mode's append, byte for byte as
 the character mode builds it. Rule 5's order and rule 9's come from :mod:`._merge` as
 well, and each candidate's text from its text source as the character merge reads it
@@ -39,8 +39,8 @@ from ragframe._validate import MAX_COUNT
 from ragframe.postprocess import _merge as _char_merge
 from ragframe.postprocess import _token_budget
 from ragframe.postprocess._budget import within_budget
-from ragframe.postprocess._kernels._merge import NotCounted, merge, write_blocks
-from ragframe.postprocess._kernels._pieces import Texts
+from ragframe.postprocess._kernels._merge import NotCounted, merge
+from ragframe.postprocess._kernels._pieces import Texts, write_blocks
 from ragframe.postprocess._merge import (
     MergeOrder,
     _block_groups,

@@ -52,6 +52,7 @@ RUN_ORDER = {
     "_in_segments_of": f"{__name__}._order",
     "_merge": f"{__name__}._merge",
     "_ranked_in_segments": f"{__name__}._order",
+    "_runs_of": f"{__name__}._pieces",
 }
 """The kernels one postprocess call may run, in the order it first calls them, and the
 kernel file of each (the store lookup's: by entity for a store laid out as chunkers

@@ -13,11 +13,11 @@ import polars as pl
 
 from ragframe._arrow import U8, string_addresses
 from ragframe._kernels._ahead import sample
-from ragframe._kernels._buffers import copy_bytes, longest_text, read_ahead
+from ragframe._kernels._buffers import copy_bytes, load_u64, longest_text, read_ahead
 from ragframe._kernels._compile import F64, I64, ZERO, Bools, compiled, frozen, internal
 from ragframe._kernels._parts import in_parts
 from ragframe.postprocess._kernels._overlap import offsets_cut, overlap_cut
-from ragframe.postprocess._kernels._pieces import Texts, append_piece, block_range, truncated
+from ragframe.postprocess._kernels._pieces import Texts, append_piece, truncated, write_blocks
 from ragframe.postprocess._kernels._text import code_points, plain
 from ragframe.tokens._kernels._bpe import is_ascii
 from ragframe.tokens._kernels._count import (
@@ -35,6 +35,9 @@ AHEAD = 8
 (:data:`~ragframe._kernels._buffers.PREFETCH_AHEAD`), as a merge spends less time on a
 row (on issue 27's workload, merge alone on one thread: 31.3 -> 29.1 ms store, 32.2 ->
 29.7 inline, against 4 rows)."""
+
+LOW_WORD = np.uint64(0xFFFFFFFF)
+"""The low 4 bytes of a little-endian 8-byte word."""
 
 MergeRows = tuple[I64, I64, Bools, I64, F64, F64]
 """The rows a merge reads, in merge order: their texts' addresses and lengths, whether
@@ -69,10 +72,11 @@ def _merge(
     Sets per row, in ``piece``, what it adds to its block: its text from that byte
     (0 where it starts a block), or -1 for "\n" + its whole text; and in ``blocks``
     whether it starts a block and, on each block's first row, the block's length in
-    bytes and in code points, end chunk index, max and sum of similarity, chunk count
-    and max rerank score (NaN: none). The current block's text is built in a scratch
-    buffer (rule 7 reads it); the texts themselves are written later, for the blocks
-    the budget keeps (:func:`write_blocks`). Parts of disjoint groups may run at once.
+    bytes and in code points, end chunk index, max and sum of similarity, chunk count,
+    max rerank score (NaN: none) and first 4 bytes (:func:`_head`). The current block's
+    text is built in a scratch buffer (rule 7 reads it); the texts themselves are
+    written later, for the blocks the budget keeps (:func:`write_blocks`). Parts of
+    disjoint groups may run at once.
 
     With ``token_cap`` >= 0 the cap is in tokens (``cap`` is not read): a chunk joins
     its block when the merged text counts at most ``token_cap`` tokens of ``vocab``
@@ -84,7 +88,7 @@ def _merge(
     """
     address, length, group_start, chunk_index, sim, rerank = rows
     starts, block_bytes, block_chars, block_end, block_max = blocks[:5]
-    block_sum, block_count, block_rerank = blocks[5:]
+    block_sum, block_count, block_rerank, block_head = blocks[5:]
     lo, hi, longest, at = part
     out, block_at = written
     in_tokens = token_cap >= 0
@@ -102,6 +106,7 @@ def _merge(
     kmp = (np.empty(widest, dtype=np.uint8), np.empty(widest, dtype=np.uint8),
            np.empty(widest, dtype=np.int64))  # fmt: skip
     flat = False  # the current block's text has no two neighbouring bytes below 0x21
+    short = False  # its first row has fewer than 4 bytes
     b = -1  # the current block's first row
     used = ZERO  # the current block's bytes
     chars = 0  # the current block's length in code points
@@ -156,6 +161,8 @@ def _merge(
                 block_chars[b] = chars
                 block_bytes[b] = used
                 block_tokens[b] = tokens
+                if short:  # the block's first 4 bytes are not all its first row's
+                    block_head[b] = _head(text, used)
                 if in_place:  # the next block's text after this one's
                     at += used
                     text = buffer[at:]
@@ -166,6 +173,11 @@ def _merge(
             b = r
             copy_bytes(data, text)
             used = t1
+            if t1 >= 8:  # read while in cache, in one load
+                block_head[r] = np.int64(load_u64(address[r]) & LOW_WORD)  # type: ignore[call-arg]
+            else:
+                block_head[r] = _head(data, t1)
+            short = t1 < 4
             chars = t1 - t0 if ascii_only else code_points(data, t0, t1)
             flat = runless
             char_end = end_char[r]
@@ -183,6 +195,18 @@ def _merge(
         block_chars[b] = chars
         block_bytes[b] = used
         block_tokens[b] = tokens
+        if short:
+            block_head[b] = _head(text, used)
+
+
+@internal
+def _head(text: U8, used: int) -> int:
+    """The first 4 bytes of ``text[:used]`` as a little-endian word (0 past ``used``):
+    a string view's prefix, taken while the block's text is in cache."""
+    word = 0
+    for i in range(min(used, 4)):
+        word |= int(text[i]) << (8 * i)
+    return word
 
 
 @internal
@@ -194,26 +218,7 @@ def _flat_join(text: U8, used: int, data: U8, cut: int, end: int) -> bool:
     return used == 0 or cut >= end or text[used - 1] > 32 or data[cut] > 32
 
 
-@compiled
-def _write(
-    address: I64,
-    length: I64,
-    piece: I64,
-    first: I64,
-    stop: I64,
-    skip: I64,
-    begin: I64,
-    part: tuple[int, int],
-    out: U8,
-) -> None:
-    """Write the texts of blocks ``part[0]:part[1]``: block ``k`` (the rows
-    ``first[k]:stop[k]``) from its byte ``skip[k]`` into ``out[begin[k]:begin[k + 1]]``."""
-    for k in range(part[0], part[1]):
-        rows = (first[k], stop[k])
-        block_range(address, length, piece, rows, skip[k], out[begin[k] : begin[k + 1]])
-
-
-MergeBlocks = tuple[Bools, I64, I64, I64, F64, F64, I64, F64]
+MergeBlocks = tuple[Bools, I64, I64, I64, F64, F64, I64, F64, I64]
 _NO_VOCAB: Vocab = tuple(
     frozen(np.zeros(n, dtype=t), t)
     for n, t in ((256, np.uint8), (1, np.uint8), *[(1, np.int64)] * 5)
@@ -248,6 +253,8 @@ class MergeResult(NamedTuple):
     at: I64
     """With ``in_place``: where each block's text begins in :attr:`text` (set on its
     first row; else empty)."""
+    head: I64
+    """The block text's first 4 bytes as a little-endian word (a string view's prefix)."""
 
 
 class NotCounted(Exception):
@@ -307,6 +314,7 @@ def merge(
         np.zeros(n, dtype=np.float64),
         np.zeros(n, dtype=np.int64),
         np.full(n, np.nan, dtype=np.float64),
+        np.zeros(n, dtype=np.int64),
     )  # type: ignore[assignment]
     block_tokens = np.zeros(n, dtype=np.int64)
     token_cap, vocab, caches = tokens if tokens is not None else (-1, _NO_VOCAB, None)
@@ -336,29 +344,7 @@ def merge(
     in_parts(run, group_firsts, n)
     if tokens is not None and (block_tokens < 0).any():
         raise NotCounted("a text is not ASCII or has a long piece")
-    return MergeResult(blocks[0], piece, *blocks[1:], block_tokens, out, block_at)
-
-
-def write_blocks(address: I64, length: I64, piece: I64, blocks: Texts) -> tuple[U8, I64]:
-    """The texts of ``blocks``, one after another in one buffer of exactly their bytes
-    (written on all CPUs), and where each begins (then the end). Inputs reach the
-    kernels :func:`~._compile.frozen` (as in :func:`merge` and :func:`truncated`)."""
-    begin = np.zeros(len(blocks.take) + 1, dtype=np.int64)
-    np.cumsum(blocks.take, out=begin[1:])
-    out = np.empty(int(begin[-1]), dtype=np.uint8)
-
-    a, n, p, first, stop, skip = (
-        frozen(x, np.int64)
-        for x in (address, length, piece, blocks.first, blocks.stop, blocks.skip)
-    )
-    at = frozen(begin, np.int64)
-
-    def run(part: tuple[int, int]) -> None:
-        _write(a, n, p, first, stop, skip, at, part, out)
-
-    m = len(blocks.take)
-    in_parts(run, np.arange(m, dtype=np.int64), m)
-    return out, begin
+    return MergeResult(blocks[0], piece, *blocks[1:8], block_tokens, out, block_at, blocks[8])
 
 
 def sample_blocks() -> tuple[I64, I64, MergeResult, Texts, object]:

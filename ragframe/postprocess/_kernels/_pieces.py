@@ -3,7 +3,7 @@ _merge.merge`): a piece appended (:func:`append_piece`), a byte range of the tex
 (:func:`block_range`, which the writer and the cut read), and rule 10's cut of a first
 block longer than the budget, where the seed cuts it (at the last Java whitespace
 before the limit, then Java-trimmed), as the bytes of its text to write
-(:func:`ragframe.postprocess._kernels._merge.write_blocks`)."""
+(:func:`write_blocks`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ragframe._kernels._ahead import sample
 from ragframe._kernels._buffers import copy_bytes, text_at
 from ragframe._kernels._compile import I64, U8, ZERO, compiled, frozen, internal
+from ragframe._kernels._parts import in_parts
 from ragframe.postprocess._kernels._text import budget_cut, code_points, trimmed
 
 
@@ -67,6 +69,47 @@ def block_range(
 
 
 @compiled
+def _write(
+    address: I64,
+    length: I64,
+    piece: I64,
+    first: I64,
+    stop: I64,
+    skip: I64,
+    begin: I64,
+    part: tuple[int, int],
+    out: U8,
+) -> None:
+    """Write the texts of blocks ``part[0]:part[1]``: block ``k`` (the rows
+    ``first[k]:stop[k]``) from its byte ``skip[k]`` into ``out[begin[k]:begin[k + 1]]``."""
+    for k in range(part[0], part[1]):
+        rows = (first[k], stop[k])
+        block_range(address, length, piece, rows, skip[k], out[begin[k] : begin[k + 1]])
+
+
+def write_blocks(address: I64, length: I64, piece: I64, blocks: Texts) -> tuple[U8, I64]:
+    """The texts of ``blocks``, one after another in one buffer of exactly their bytes
+    (written on all CPUs), and where each begins (then the end). Inputs reach the
+    kernels :func:`~._compile.frozen` (as in :func:`merge` and :func:`truncated`)."""
+    begin = np.zeros(len(blocks.take) + 1, dtype=np.int64)
+    np.cumsum(blocks.take, out=begin[1:])
+    out = np.empty(int(begin[-1]), dtype=np.uint8)
+
+    a, n, p, first, stop, skip = (
+        frozen(x, np.int64)
+        for x in (address, length, piece, blocks.first, blocks.stop, blocks.skip)
+    )
+    at = frozen(begin, np.int64)
+
+    def run(part: tuple[int, int]) -> None:
+        _write(a, n, p, first, stop, skip, at, part, out)
+
+    m = len(blocks.take)
+    in_parts(run, np.arange(m, dtype=np.int64), m)
+    return out, begin
+
+
+@compiled
 def _truncations(
     address: I64,
     length: I64,
@@ -105,3 +148,37 @@ def truncated(
     )
     skip, take, chars = _truncations(a, n, p, first, stop, size, int(limit), int(window))
     return Texts(blocks.first, blocks.stop, skip, take), chars
+
+
+def runs_of(values: I64, firsts: I64, lengths: I64) -> I64:
+    """The runs ``values[firsts[k]:firsts[k] + lengths[k]]``, one after another: each
+    block's rows' chunk indexes, blocks in any order (one pass; numpy's index of every
+    row and its gather took several).
+
+    Example:
+        >>> import numpy as np
+        >>> runs_of(np.array([5, 6, 7, 8]), np.array([2, 0]), np.array([1, 2])).tolist()
+        [7, 5, 6]
+    """
+    given = (frozen(x, np.int64) for x in (values, firsts, lengths))
+    return _runs_of(*given)
+
+
+@compiled
+def _runs_of(values: I64, firsts: I64, lengths: I64) -> I64:
+    """:func:`runs_of` on its inputs as one numba type."""
+    out = np.empty(int(lengths.sum()), dtype=np.int64)
+    at = 0
+    for k in range(len(firsts)):
+        first = firsts[k]
+        for i in range(lengths[k]):
+            out[at + i] = values[first + i]
+        at += lengths[k]
+    return out
+
+
+@sample("_runs_of")
+def _sample_runs() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    one = np.ones(1, dtype=np.int64)
+    runs_of(one, one - 1, one)
