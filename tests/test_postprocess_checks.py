@@ -9,6 +9,7 @@ import math
 import polars as pl
 import pytest
 
+import ragframe
 from ragframe._validate import checked
 from ragframe.errors import DataError
 
@@ -61,3 +62,44 @@ def test_nulls_refused_only_where_present() -> None:
     assert _check(values, pl.Int64).to_list() == [1, None, 3]
     with pytest.raises(DataError, match="null values on 1 row"):
         _check(values, pl.Int64, present=True)
+
+
+def _frame(**columns: object) -> pl.DataFrame:
+    base: dict[str, object] = {
+        "query_id": [1, 1, 2],
+        "doc_id": [7, 7, 8],
+        "chunk_index": [0, 1, 0],
+        "similarity": [0.9, 0.8, 0.7],
+        "text": ["a b", "b c", "d"],
+    }
+    return pl.DataFrame({**base, **columns})
+
+
+def test_a_clean_in_memory_input_is_checked_when_the_plan_is_built() -> None:
+    """Its values are known: the plan only casts them (no check left to run there)."""
+
+    plan = ragframe.postprocess(_frame(), {"top_k": 2})
+    assert "python_udf" not in plan.explain()
+    lazy = ragframe.postprocess(_frame().lazy(), {"top_k": 2})
+    assert "python_udf" in lazy.explain()  # a lazy input's values are checked in the plan
+    assert plan.collect().equals(lazy.collect())
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ({"similarity": [0.9, math.nan, 0.7]}, "'similarity' has NaN or infinite values"),
+        ({"query_id": [1, None, 2]}, "'query_id' has null values on 1 row"),
+        (
+            {"doc_id": pl.Series([7, 2**63, 8], dtype=pl.UInt64)},
+            "'doc_id' has values outside the range of Int64",
+        ),
+    ],
+)
+def test_bad_in_memory_values_still_raise_when_collected(
+    columns: dict[str, object], message: str
+) -> None:
+
+    plan = ragframe.postprocess(_frame(**columns))  # building the plan does not raise
+    with pytest.raises(DataError, match=message):
+        plan.collect()

@@ -79,7 +79,8 @@ def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) 
     offsets = config.overlap == "offsets"
     given = to_lazy(candidates, "candidates")
     typed = c.ENTITY_TYPE in given.collect_schema()  # else every type is null
-    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets)
+    frame = candidates if isinstance(candidates, pl.DataFrame) else None  # in memory
+    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets, frame)
     schema = lf.collect_schema()
     missing = None
     texts: pl.LazyFrame | None = None
