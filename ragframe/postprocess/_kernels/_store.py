@@ -143,23 +143,37 @@ def _runs(store: Keys, stored: Bools) -> I64 | None:
     """Per entity (offset from the least), its first row, first chunk index and row
     count, when the store is laid out as a chunker writes it (integer entities in
     ascending order, each one's chunk indexes consecutive from its first; no null),
-    and its entities span few numbers (:data:`DENSE_SPAN`); else None."""
+    and its entities span few numbers (:data:`DENSE_SPAN`); else None. One compiled
+    pass (:func:`_dense_runs`)."""
     entity, chunk = store[0], store[3]
     n = len(entity)
-    if n == 0 or not len(entity) or not stored.all():
+    if n == 0 or not stored.all():
         return None
     low, high = int(entity[0]), int(entity[-1])
-    if high - low > DENSE_SPAN * n + DENSE_SLACK or bool(np.any(entity[1:] < entity[:-1])):
+    if not 0 <= high - low <= DENSE_SPAN * n + DENSE_SLACK:
         return None
-    same = entity[1:] == entity[:-1]
-    if bool(np.any(same & (chunk[1:] != chunk[:-1] + 1))):
-        return None
-    firsts = np.flatnonzero(np.r_[True, ~same])
     runs = np.zeros((high - low + 1, 3), dtype=np.int64)
-    at = entity[firsts] - low
-    runs[at, 0], runs[at, 1] = firsts, chunk[firsts]
-    runs[at, 2] = np.diff(np.append(firsts, n))
-    return runs
+    return runs if _dense_runs(entity, chunk, runs) else None
+
+
+@compiled
+def _dense_runs(entity: I64, chunk: I64, runs: I64) -> bool:
+    """Fill ``runs`` (zeros, a row per entity from ``entity[0]``) as :func:`_runs`
+    says, in one pass; False (``runs`` then meaningless) where the layout does not
+    hold: an entity below the one before it or beyond ``runs``, or a chunk index that
+    does not follow the one before it in the same entity."""
+    low = entity[0]
+    for row in range(len(entity)):
+        e, k = entity[row], chunk[row]
+        if row > 0 and e == entity[row - 1]:
+            if k != chunk[row - 1] + 1:
+                return False
+            runs[e - low, 2] += 1
+        else:
+            if (row > 0 and e < entity[row - 1]) or e - low >= len(runs):
+                return False
+            runs[e - low, 0], runs[e - low, 1], runs[e - low, 2] = row, k, 1
+    return True
 
 
 @compiled
