@@ -3,8 +3,6 @@ its definition in whole-array numpy, compiled and as plain Python."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -59,22 +57,19 @@ def layouts(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
     return np.array(entity, dtype=np.int64), np.array(chunk, dtype=np.int64)
 
 
-def _runs(entity: np.ndarray, chunk: np.ndarray) -> np.ndarray | None:
+def _runs(entity: np.ndarray, chunk: np.ndarray, python: bool) -> np.ndarray | None:
     none = np.zeros(0, dtype=np.int64)
-    return _store._runs((entity, none, none, chunk), np.ones(len(entity), dtype=np.bool_))
+    runs = _store._runs_room((entity, none, none, chunk), np.ones(len(entity), dtype=np.bool_))
+    if runs is None:
+        return None
+    fill = _compile.marked_as(_store._dense_runs).function if python else _store._dense_runs
+    return runs if fill(entity, chunk, runs) else None
 
 
-@pytest.mark.parametrize("rows_in_python", ["0", "100000"], ids=["compiled", "python"])
+@pytest.mark.parametrize("python", [False, True], ids=["compiled", "python"])
 @given(layouts())
-def test_runs_equal_their_definition(
-    rows_in_python: str, layout: tuple[np.ndarray, np.ndarray]
-) -> None:
-    before = os.environ.get(_compile.PYTHON_ROWS_ENV)
-    os.environ[_compile.PYTHON_ROWS_ENV] = rows_in_python
-    try:
-        found = _runs(*layout)
-    finally:
-        os.environ[_compile.PYTHON_ROWS_ENV] = before or "0"
+def test_runs_equal_their_definition(python: bool, layout: tuple[np.ndarray, np.ndarray]) -> None:
+    found = _runs(*layout, python)
     expected = _defined(*layout)
     if expected is None:
         assert found is None
@@ -86,4 +81,4 @@ def test_a_store_with_a_null_key_has_no_dense_layout() -> None:
     entity = np.array([1, 1, 2], dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
     stored = np.array([True, False, True])
-    assert _store._runs((entity, none, none, np.array([0, 1, 0])), stored) is None
+    assert _store._runs_room((entity, none, none, np.array([0, 1, 0])), stored) is None
