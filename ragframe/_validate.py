@@ -168,6 +168,7 @@ def checked(
     key: tuple[str, str] | None = None,
     present: bool = False,
     hint: str = "",
+    given: pl.Series | None = None,
 ) -> pl.Expr:
     """Column ``name`` cast to ``dtype``, checked over the whole column when collected.
 
@@ -177,7 +178,11 @@ def checked(
     ``key`` = (column, its name for the user), queries) fail, the first of them and
     what was expected (``hint`` follows the expectation for nulls and NaN).
     Whole-column (not elementwise): the counts and the first row are the input's.
+    ``given``: the column's values where the input is in memory; when they pass, the
+    plan only casts (nothing can fail there: no check in the plan).
     """
+    if given is not None and _clean(given, given.cast(dtype, strict=False), present):
+        return pl.col(name).cast(dtype, strict=False)
     label = shown or name
 
     def check(column: pl.Series) -> pl.Series:

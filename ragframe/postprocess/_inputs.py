@@ -7,7 +7,7 @@ whole-column kernels, raising :class:`~ragframe.errors.DataError` when collected
 
 from __future__ import annotations
 
-from typing import TypedDict, Unpack
+from typing import NamedTuple, TypedDict, Unpack
 
 import polars as pl
 
@@ -66,13 +66,19 @@ class Naming(TypedDict, total=False):
 
 
 def validated(
-    name: str, dtype: pl.DataType | type[pl.DataType], what: str, **naming: Unpack[Naming]
+    name: str,
+    dtype: pl.DataType | type[pl.DataType],
+    what: str,
+    given: pl.Series | None = None,
+    **naming: Unpack[Naming],
 ) -> pl.Expr:
     """:func:`~ragframe._validate.checked` with postprocess's rule for column ``name``:
     nulls refused in query ids and offsets (:data:`_PRESENT`), with the hint of
-    :data:`_NULL_HINTS` after what was expected."""
+    :data:`_NULL_HINTS` after what was expected. ``given``: its values, where the input
+    is in memory (clean ones are only cast)."""
     hint = _NULL_HINTS.get(name, "")
-    return checked(name, dtype, what, **naming, present=name in _PRESENT, hint=hint)
+    present = name in _PRESENT
+    return checked(name, dtype, what, **naming, present=present, hint=hint, given=given)
 
 
 def user_names(schema: pl.Schema) -> dict[str, str]:
@@ -111,12 +117,16 @@ def _check_kinds(schema: pl.Schema, what: str, names: dict[str, str] | None = No
             require_kind({shown: schema[name]}, shown, kinds, what)
 
 
-def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.LazyFrame, list[str]]:
+def canonical(
+    lf: pl.LazyFrame, has_store: bool, offsets: bool, frame: pl.DataFrame | None = None
+) -> tuple[pl.LazyFrame, list[str]]:
     """Check the candidate schema; return canonical columns and passthrough names.
 
     The result has ``c.T_ROW`` (input order), the :data:`KNOWN` columns (the optional ones,
     :data:`OPTIONAL`, only when given: see :func:`absent`), ``text`` and the offsets
-    unless a chunk store supplies them, and the passthrough columns.
+    unless a chunk store supplies them, and the passthrough columns. ``frame``: the
+    input ``lf`` reads, where it is in memory: the values of its clean columns are
+    checked now and the plan only casts them (their checks could not fail).
     """
     names = user_names(lf.collect_schema())
     lf, schema = _aliased(lf)
@@ -139,33 +149,60 @@ def canonical(lf: pl.LazyFrame, has_store: bool, offsets: bool) -> tuple[pl.Lazy
     passthrough = [name for name in schema if name not in used]
     _check_passthrough(passthrough, "candidates")
 
-    key = (c.QUERY_ID, c.QUERY_ID)
-    text_side = (
-        []
-        if has_store
-        else [pl.col(c.TEXT).cast(pl.String), *_offset_exprs(offsets, "candidates", key)]
-    )
-    entity = pl.String if schema[c.ENTITY_ID] == pl.String else pl.Int64
-    shown = names.get(c.ENTITY_ID)
+    given = _Given(frame, names)
     out = lf.with_row_index(c.T_ROW).select(
-        c.T_ROW,
-        validated(
-            c.QUERY_ID, pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64, "candidates"
-        ),
-        validated(c.ENTITY_ID, entity, "candidates", shown=shown, key=key),
-        *([pl.col(c.ENTITY_TYPE).cast(pl.String)] if c.ENTITY_TYPE in schema else []),
-        validated(c.CHUNK_INDEX, pl.Int64, "candidates", key=key).fill_null(0),
-        validated(c.SIMILARITY, pl.Float64, "candidates", key=key),
-        *(
-            [validated(c.RERANK_SCORE, pl.Float64, "candidates", key=key)]
-            if c.RERANK_SCORE in schema
-            else []
-        ),
-        *([] if has_store else text_side),
-        *passthrough,
+        c.T_ROW, *_checked_columns(schema, has_store, offsets, given), *passthrough
     )
     return out, passthrough
 
 
-def _offset_exprs(offsets: bool, what: str, key: tuple[str, str] | None = None) -> list[pl.Expr]:
-    return [validated(n, pl.Int64, what, key=key) for n in OFFSETS] if offsets else []
+class _Given(NamedTuple):
+    """The in-memory input a plan reads (if it is), and its own column names."""
+
+    frame: pl.DataFrame | None
+    names: dict[str, str]
+    """Canonical column name -> the input's own (:func:`user_names`)."""
+
+    def column(self, name: str) -> pl.Series | None:
+        """Column ``name`` of the input, where it is in memory."""
+        return None if self.frame is None else self.frame[self.names.get(name, name)]
+
+
+def _checked_columns(
+    schema: pl.Schema, has_store: bool, offsets: bool, given: _Given
+) -> list[pl.Expr]:
+    """The canonical :data:`KNOWN` columns (and, without a store, the text side), each
+    checked (:func:`validated`) and cast."""
+    key = (c.QUERY_ID, c.QUERY_ID)
+    column = given.column
+    text_side = (
+        []
+        if has_store
+        else [pl.col(c.TEXT).cast(pl.String), *_offset_exprs(offsets, "candidates", key, given)]
+    )
+    query = pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64
+    entity = pl.String if schema[c.ENTITY_ID] == pl.String else pl.Int64
+    shown = given.names.get(c.ENTITY_ID)
+    chunk = validated(c.CHUNK_INDEX, pl.Int64, "candidates", column(c.CHUNK_INDEX), key=key)
+    index = column(c.CHUNK_INDEX)
+    scores = [n for n in (c.SIMILARITY, c.RERANK_SCORE) if n in schema]
+    return [
+        validated(c.QUERY_ID, query, "candidates", column(c.QUERY_ID)),
+        validated(c.ENTITY_ID, entity, "candidates", column(c.ENTITY_ID), shown=shown, key=key),
+        *([pl.col(c.ENTITY_TYPE).cast(pl.String)] if c.ENTITY_TYPE in schema else []),
+        chunk if index is not None and not index.null_count() else chunk.fill_null(0),
+        *(validated(n, pl.Float64, "candidates", column(n), key=key) for n in scores),
+        *text_side,
+    ]
+
+
+def _offset_exprs(
+    offsets: bool,
+    what: str,
+    key: tuple[str, str] | None = None,
+    given: _Given | None = None,
+) -> list[pl.Expr]:
+    if not offsets:
+        return []
+    column = (given or _Given(None, {})).column
+    return [validated(n, pl.Int64, what, column(n), key=key) for n in OFFSETS]

@@ -79,7 +79,8 @@ def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) 
     offsets = config.overlap == "offsets"
     given = to_lazy(candidates, "candidates")
     typed = c.ENTITY_TYPE in given.collect_schema()  # else every type is null
-    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets)
+    frame = candidates if isinstance(candidates, pl.DataFrame) else None  # in memory
+    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets, frame)
     schema = lf.collect_schema()
     missing = None
     texts: pl.LazyFrame | None = None
@@ -87,7 +88,8 @@ def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) 
     if chunks is not None:  # each candidate's row of the store, from one lookup
         store = _texts.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
         texts = store.cache()  # cached: the lookup, the walks and the merge read it
-        lf = _texts.with_store_rows(lf, texts).cache()  # slim and missing read it
+        both = (frame, chunks) if isinstance(chunks, pl.DataFrame) else None  # in memory?
+        lf = _texts.with_store_rows(lf, texts, both).cache()  # slim and missing read it
         if config.missing_text == "drop":
             lf = _missing.present(lf)
         elif config.missing_text == "error":

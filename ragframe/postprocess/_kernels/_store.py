@@ -14,7 +14,7 @@ import polars as pl
 from ragframe._arrow import string_addresses
 from ragframe._kernels._ahead import sample
 from ragframe._kernels._buffers import text_at
-from ragframe._kernels._compile import I64, Bools, compiled, frozen, int64s, internal
+from ragframe._kernels._compile import I64, Bools, compiled, frozen, int64s, internal, testable
 from ragframe._kernels._parts import in_parts
 
 Keys = tuple[I64, I64, I64, I64]
@@ -139,43 +139,60 @@ DENSE_SPAN = 4
 DENSE_SLACK = 1024
 
 
-def _runs(store: Keys, stored: Bools) -> I64 | None:
-    """Per entity (offset from the least), its first row, first chunk index and row
-    count, when the store is laid out as a chunker writes it (integer entities in
-    ascending order, each one's chunk indexes consecutive from its first; no null),
-    and its entities span few numbers (:data:`DENSE_SPAN`); else None."""
-    entity, chunk = store[0], store[3]
+def _runs_room(store: Keys, stored: Bools) -> I64 | None:
+    """Zeros for :func:`_dense_runs` to fill, a row per entity number the store's span,
+    where the store may be laid out as a chunker writes it: integer entities, no null,
+    spanning few numbers (:data:`DENSE_SPAN`); else None."""
+    entity = store[0]
     n = len(entity)
-    if n == 0 or not len(entity) or not stored.all():
+    if n == 0 or not stored.all():
         return None
-    low, high = int(entity[0]), int(entity[-1])
-    if high - low > DENSE_SPAN * n + DENSE_SLACK or bool(np.any(entity[1:] < entity[:-1])):
+    span = int(entity[-1]) - int(entity[0])
+    if not 0 <= span <= DENSE_SPAN * n + DENSE_SLACK:
         return None
-    same = entity[1:] == entity[:-1]
-    if bool(np.any(same & (chunk[1:] != chunk[:-1] + 1))):
-        return None
-    firsts = np.flatnonzero(np.r_[True, ~same])
-    runs = np.zeros((high - low + 1, 3), dtype=np.int64)
-    at = entity[firsts] - low
-    runs[at, 0], runs[at, 1] = firsts, chunk[firsts]
-    runs[at, 2] = np.diff(np.append(firsts, n))
-    return runs
+    return np.zeros((span + 1, 3), dtype=np.int64)
+
+
+@testable
+def _dense_runs(entity: I64, chunk: I64, runs: I64) -> bool:
+    """Per entity (``runs``' row: its offset from ``entity[0]``), its first row, first
+    chunk index and row count, in one pass, where the store is laid out as a chunker
+    writes it: entities ascending, each one's chunk indexes consecutive from its
+    first. False (``runs`` then meaningless) where it is not: an entity below the one
+    before it or beyond ``runs``, or a chunk index that does not follow the one
+    before it in the same entity."""
+    low = entity[0]
+    for row in range(len(entity)):
+        e, k = entity[row], chunk[row]
+        if row > 0 and e == entity[row - 1]:
+            if k != chunk[row - 1] + 1:
+                return False
+            runs[e - low, 2] += 1
+        else:
+            if (row > 0 and e < entity[row - 1]) or e - low >= len(runs):
+                return False
+            runs[e - low, 0], runs[e - low, 1], runs[e - low, 2] = row, k, 1
+    return True
 
 
 @compiled
-def _dense_probe(
-    runs: I64, low: int, candidates: Keys, wanted: Bools, part: tuple[int, int], found: I64
-) -> None:
-    """:func:`_probe` for a store laid out as :func:`_runs` describes: a candidate's row
-    is its entity's first row plus its chunk index's distance from the first one."""
+def _dense_probe(store: Keys, runs: I64, candidates: Keys, wanted: Bools, found: I64) -> bool:
+    """:func:`_probe` for a store laid out as chunkers write it (:func:`_dense_runs`
+    fills ``runs``, :func:`_runs_room`'s zeros): a candidate's row is its entity's
+    first row plus its chunk index's distance from the first one. False (``found``
+    then meaningless) where the store is not laid out so."""
+    if not _dense_runs(store[0], store[3], runs):
+        return False
+    low = store[0][0]
     entity, chunk = candidates[0], candidates[3]
-    for row in range(part[0], part[1]):
+    for row in range(len(found)):
         found[row] = -1
         at = entity[row] - low
         if wanted[row] and 0 <= at < len(runs):
             k = chunk[row] - runs[at, 1]
             if 0 <= k < runs[at, 2]:
                 found[row] = runs[at, 0] + k
+    return True
 
 
 def store_rows(
@@ -184,17 +201,14 @@ def store_rows(
     """For each (``entity``, ``chunk``) row, the first row of the store's
     (``store_entity``, ``store_chunk``) with the same key, else -1 (a null part matches
     nothing). Entities are both integers or both strings. A store laid out as chunkers
-    write it (:func:`_runs`) is read by entity directly, on the calling thread (about
-    1 ms for 500k rows: less than starting the threads); any other through a hash
-    table of its keys, on every CPU."""
+    write it (:func:`_dense_runs`) is read by entity directly, on the calling thread
+    (about 1 ms for 500k rows: less than starting the threads); any other through a
+    hash table of its keys, on every CPU."""
     candidates, wanted, alive = _keys(entity, chunk)
     store, stored, kept = _keys(store_entity, store_chunk)
-    dense = _runs(store, stored)
+    room = _runs_room(store, stored)
     found = np.empty(len(wanted), dtype=np.int64)
-    if dense is not None:  # a few ns a row: one thread, no pool to start
-        _dense_probe(frozen(dense, np.int64), int(store[0][0]), candidates, wanted,
-                     (0, len(wanted)), found)  # fmt: skip
-    else:
+    if room is None or not _dense_probe(store, room, candidates, wanted, found):
         built, _ = _table(store, stored, 1 << (2 * len(stored) + 1).bit_length())
         table = frozen(built, np.int64)
 
