@@ -76,8 +76,14 @@ def _runs(query: pl.Series) -> _Runs:
         starts[0] = True
         np.not_equal(values[1:], values[:-1], out=starts[1:])
     firsts = np.flatnonzero(starts)
-    ids = query.gather(pl.Series(firsts))
-    if ids.is_sorted():  # ascending runs: distinct, since neighbouring runs differ
+    if query.dtype.is_integer():  # the runs' ids by numpy (Polars' gather across chunks
+        first_ids = values[firsts]  # took ~0.8 ms for 10k runs in the engine's map)
+        ascending = len(first_ids) < 2 or bool(np.all(first_ids[1:] > first_ids[:-1]))
+        ids = pl.Series(first_ids)
+    else:
+        ids = query.gather(pl.Series(firsts))
+        ascending = ids.is_sorted()
+    if ascending:  # ascending runs: distinct, since neighbouring runs differ
         return _Runs(starts, firsts, np.arange(len(firsts), dtype=np.int64), len(firsts), True)
     code, queries = dense_codes(ids)
     return _Runs(starts, firsts, code, queries, queries == len(firsts))
