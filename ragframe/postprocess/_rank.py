@@ -25,6 +25,7 @@ from ragframe.postprocess._kernels._order import (
     ordered_in_segments,
     places,
 )
+from ragframe.postprocess._kernels._walk import sorted_heads
 
 SELECT_HEAD = 64
 """The longest head a one-pass selection finds (each row compared with the head's
@@ -189,10 +190,17 @@ class Head(NamedTuple):
 def heads(query: pl.Series, score: F64, width: int) -> Head:
     """:func:`ranking` with ``head=width`` for the head's rows alone. For input grouped
     by query and :func:`presorted` (as retrieval output nearly always is) the head is
-    each run's first rows, placed by a few whole-array passes over those rows (on issue
-    27's workload 120k of 520k rows; nothing written for the others); other input is
-    ranked (:func:`ranking`) and its head picked out."""
+    each run's first rows: with integer ids ascending found in one compiled pass
+    (:func:`~ragframe.postprocess._kernels._walk.sorted_heads`), else placed by a few
+    whole-array passes over those rows (on issue 27's workload 120k of 520k rows;
+    nothing written for the others); other input is ranked (:func:`ranking`) and its
+    head picked out."""
     n = len(query)
+    if query.dtype.is_integer() and query.dtype != pl.UInt64:  # ids in int64: the usual
+        found = sorted_heads(query.to_numpy(), score, width)  # shape, in one compiled pass
+        if found is not None:
+            at, start, more = found
+            return Head(at, at, start, more)
     runs = _runs(query) if n else None
     if runs is not None and runs.grouped and presorted(score, runs.starts):
         lengths = np.diff(runs.firsts, append=n)
