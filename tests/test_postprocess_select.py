@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from ragframe import schema as c
 from ragframe.postprocess import _rank, _select
+from ragframe.postprocess._kernels import _walk
+from tests.test_python_kernels import rows_in_python
 
 
 @given(
@@ -30,7 +32,8 @@ def test_heads_are_the_full_rankings_first_rows(
     """Grouped presorted input takes the runs' path, other input the ranking's; both
     give the rows whose place in their query is below ``width``, ascending, with the
     full ranking's places, first-row marks and "more" flags."""
-    ids = data.draw(st.permutations(range(len(sizes))))  # runs in any id order
+    ascending = data.draw(st.booleans())  # ids ascending: the compiled pass's shape
+    ids = range(len(sizes)) if ascending else data.draw(st.permutations(range(len(sizes))))
     query = np.repeat(np.array(ids), sizes)
     n = len(query)
     score = np.array(
@@ -50,6 +53,31 @@ def test_heads_are_the_full_rankings_first_rows(
     assert got.rank.tolist() == full.rank[at].tolist()
     assert got.start.tolist() == (full.position[at] == 0).tolist()
     assert got.more.tolist() == full.more[at].tolist()
+
+
+@given(
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=8),
+    width=st.integers(1, 6),
+    data=st.data(),
+)
+def test_sorted_heads_plain_form_equals_the_compiled_one(
+    sizes: list[int], width: int, data: st.DataObject
+) -> None:
+    """The one-pass head (ids ascending, scores never increasing within a query) in
+    plain Python and compiled: the same rows, or both say the rows are not so."""
+    query = np.repeat(np.arange(len(sizes)) * data.draw(st.sampled_from([1, -1])), sizes)
+    levels = st.sampled_from([0.0, -0.0, 0.5, 1.0])
+    score = np.array(data.draw(st.lists(levels, min_size=len(query), max_size=len(query))))
+    if data.draw(st.booleans()):
+        score = -np.sort(-score)
+    compiled = _walk.sorted_heads(query, score, width)
+    with rows_in_python(10**6):
+        plain = _walk.sorted_heads(query, score, width)
+    if compiled is None:
+        assert plain is None
+    else:
+        assert plain is not None
+        assert [a.tolist() for a in plain] == [a.tolist() for a in compiled]
 
 
 def test_heads_of_no_rows() -> None:

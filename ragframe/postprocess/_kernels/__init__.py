@@ -45,6 +45,7 @@ RUN_ORDER = {
     "_dense_probe": f"{__name__}._store",
     "_table": f"{__name__}._store",
     "_probe": f"{__name__}._store",
+    "_sorted_heads": f"{__name__}._walk",
     "_grouped_by": f"{__name__}._order",
     "_places": f"{__name__}._order",
     "_row_views": "ragframe._kernels._buffers",

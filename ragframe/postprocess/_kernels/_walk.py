@@ -325,6 +325,51 @@ def _outputs(n: int) -> tuple[Bools, I64, F64, Bools, I64, I64, I64]:
     )
 
 
+@compiled
+def _sorted_heads(query: I64, score: F64, width: int, out: tuple[I64, Bools, Bools]) -> int:
+    """Each query's first ``width`` rows (into ``out``: the rows, whether each is its
+    query's first, whether its query has more than ``width`` rows), in one pass, for
+    rows grouped by query, ids ascending and each query's scores never increasing
+    (ties in input order: the ranking's order is the rows' own). Returns how many, or
+    -1 where the rows are not so (``out`` then means nothing)."""
+    at, first, more = out
+    n = len(query)
+    written = 0
+    lo = 0
+    while lo < n:
+        hi = lo + 1
+        while hi < n and query[hi] == query[lo]:
+            if score[hi] > score[hi - 1]:
+                return -1
+            hi += 1
+        if hi < n and query[hi] < query[lo]:
+            return -1
+        for i in range(lo, min(hi, lo + width)):
+            at[written] = i
+            first[written] = i == lo
+            more[written] = hi - lo > width
+            written += 1
+        lo = hi
+    return written
+
+
+def sorted_heads(query: I64, score: F64, width: int) -> tuple[I64, Bools, Bools] | None:
+    """:func:`_sorted_heads` (None: the rows are not so). A row's place in the whole
+    ranking is then the row itself."""
+    n = len(query)
+    out = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_))
+    written = _sorted_heads(frozen(query, np.int64), frozen(score, np.float64), int(width), out)
+    if written < 0:
+        return None
+    return out[0][:written], out[1][:written], out[2][:written]
+
+
+@sample("_sorted_heads")
+def _sample_heads() -> None:
+    """Compile the kernel ahead (:mod:`._ahead`)."""
+    sorted_heads(np.zeros(1, dtype=np.int64), np.zeros(1), 1)
+
+
 @sample("_walk")
 def _sample() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
