@@ -81,13 +81,14 @@ def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) 
     given = to_lazy(candidates, "candidates")
     typed = c.ENTITY_TYPE in given.collect_schema()  # else every type is null
     frame = candidates if isinstance(candidates, pl.DataFrame) else None  # in memory
-    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets, frame)
+    found = _texts.rows_now(frame, chunks)  # the store rows, where both are in memory
+    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets, frame, found)
     schema = lf.collect_schema()
     missing = None
     texts: pl.LazyFrame | None = None
     side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())] if chunks is None else []
     if chunks is not None:  # each candidate's row of the store, from one lookup
-        texts, lf, missing = _with_store(lf, frame, chunks, schema, config)
+        texts, lf, missing = _with_store(lf, found, chunks, schema, config)
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
     known = [name for name in _inputs.KNOWN if name in schema]
     slim = lf.select(c.T_ROW, *known, *side, *passthrough)  # passthrough rides along
@@ -97,27 +98,26 @@ def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) 
 
 def _with_store(
     lf: pl.LazyFrame,
-    frame: pl.DataFrame | None,
+    found: pl.Series | None,
     chunks: Frame,
     schema: pl.Schema,
     config: PostprocessConfig,
 ) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame | None]:
     """The chunk store (cached: the lookup, the walks and the merge read it), the
     candidates ``lf`` with their rows of it (``c.T_ROW``) as the missing-text policy
-    leaves them, and those without text where that is an error. Where candidates
-    (``frame``) and store are in memory, the rows are found now
-    (:func:`._texts.rows_now`): when every candidate has one, no policy has anything to
-    do (no filter, no check in the plan)."""
+    leaves them, and those without text where that is an error. ``found``: their
+    rows, found when the plan was built (:func:`._texts.rows_now`: ``lf`` has them);
+    when every candidate has one, no policy has anything to do (no filter, no check in
+    the plan)."""
     offsets = config.overlap == "offsets"
     texts = _texts.chunk_store(to_lazy(chunks, "chunks"), schema, offsets).cache()
-    found = _texts.rows_now(frame, chunks, schema[c.ENTITY_ID])
     if found is None:
         lf = _texts.with_store_rows(lf, texts).cache()  # slim and missing read it
     else:
         lowest = found.min()
         if lowest is None or cast(int, lowest) >= 0:  # every candidate has its text
-            return texts, lf.with_columns(found), None
-        lf = lf.with_columns(found).cache()
+            return texts, lf, None
+        lf = lf.cache()
     if config.missing_text == "drop":
         return texts, _missing.present(lf), None
     return texts, lf, _missing.missing(lf) if config.missing_text == "error" else None

@@ -16,7 +16,7 @@ both the text and the candidates without one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import polars as pl
@@ -86,28 +86,34 @@ def with_store_rows(candidates: pl.LazyFrame, store: pl.LazyFrame) -> pl.LazyFra
     return pl.concat([given.drop(c.T_ROW), found], how="horizontal").select(order)
 
 
-def rows_now(
-    candidates: pl.DataFrame | None, chunks: object, entity: pl.DataType
-) -> pl.Series | None:
+def rows_now(candidates: pl.DataFrame | None, chunks: object) -> pl.Series | None:
     """:func:`with_store_rows`'s ``c.T_ROW``, found when the plan is built, where the
     candidates and the store (``chunks``) are both in memory (DataFrames) and their keys
-    already have the types the plan reads (``entity``, the canonical candidates'; Int64
-    chunk indexes): the same lookup, nothing left to the plan and no cast that could
-    fail. None otherwise (the lookup is then the plan's)."""
+    already have the types the plan reads (integer entities as Int64, or strings, the
+    same on both sides; Int64 chunk indexes): the same lookup, nothing left to the plan
+    and no cast that could fail. None otherwise (the lookup is then the plan's, after
+    the checks that say what is wrong with the inputs)."""
     if candidates is None or not isinstance(chunks, pl.DataFrame):
         return None
     keys = [_keys_of(frame) for frame in (candidates, chunks)]
-    if any(e.dtype != entity or k.dtype != pl.Int64 for e, k in keys):
+    if any(key is None for key in keys):
         return None
-    (mine, index), (theirs, stored) = keys
+    (mine, index), (theirs, stored) = cast(list[tuple[pl.Series, pl.Series]], keys)
+    if mine.dtype not in (pl.Int64, pl.String) or theirs.dtype != mine.dtype:
+        return None
+    if index.dtype != pl.Int64 or stored.dtype != pl.Int64:
+        return None
     if index.null_count():
         index = index.fill_null(0)  # a null chunk index reads 0
     return pl.Series(c.T_ROW, store_rows(mine, index, theirs, stored))
 
 
-def _keys_of(frame: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
-    """``frame``'s entity (``doc_id`` where it stands for it) and chunk index."""
+def _keys_of(frame: pl.DataFrame) -> tuple[pl.Series, pl.Series] | None:
+    """``frame``'s entity (``doc_id`` where it stands for it) and chunk index; None
+    where it lacks one (the checks say so later)."""
     entity = _inputs.user_names(frame.schema).get(c.ENTITY_ID, c.ENTITY_ID)
+    if entity not in frame.schema or c.CHUNK_INDEX not in frame.schema:
+        return None
     return frame[entity], frame[c.CHUNK_INDEX]
 
 
