@@ -63,7 +63,7 @@ def _runs(entity: np.ndarray, chunk: np.ndarray, python: bool) -> np.ndarray | N
     if runs is None:
         return None
     fill = _compile.marked_as(_store._dense_runs).function if python else _store._dense_runs
-    return runs if fill(entity, chunk, runs) else None
+    return runs.T if fill(entity, chunk, runs) else None
 
 
 @pytest.mark.parametrize("python", [False, True], ids=["compiled", "python"])

@@ -159,3 +159,17 @@ def test_keys_of_other_types_are_looked_up_in_the_plan() -> None:
     lazy = ragframe.postprocess(candidates.lazy(), {"missing_text": "empty"}, chunks=store.lazy())
     assert plan.explain().count("python_udf") == lazy.explain().count("python_udf") - 4
     assert plan.collect().equals(lazy.collect())
+
+
+@pytest.mark.parametrize("policy", ["error", "empty", "drop"])
+def test_a_complete_store_found_when_built_leaves_no_check_in_the_plan(policy: str) -> None:
+    """Every candidate has its store row (found when the plan is built): no policy has
+    anything to do, and the plan holds no check at all; the output is the lazy inputs'."""
+    candidates, store = _store_case(pl.Int64)
+    candidates = candidates.filter(pl.col("doc_id").is_in([1, 2]) & (pl.col("chunk_index") != 2))
+    config = {"top_k": 3, "missing_text": policy}
+    now = ragframe.postprocess(candidates, config, chunks=store)
+    later = ragframe.postprocess(candidates.lazy(), config, chunks=store.lazy())
+    assert "python_udf" not in now.explain()
+    assert now.collect().equals(later.collect())
+    assert now.collect().height > 0

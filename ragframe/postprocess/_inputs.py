@@ -118,7 +118,11 @@ def _check_kinds(schema: pl.Schema, what: str, names: dict[str, str] | None = No
 
 
 def canonical(
-    lf: pl.LazyFrame, has_store: bool, offsets: bool, frame: pl.DataFrame | None = None
+    lf: pl.LazyFrame,
+    has_store: bool,
+    offsets: bool,
+    frame: pl.DataFrame | None = None,
+    rows: pl.Series | None = None,
 ) -> tuple[pl.LazyFrame, list[str]]:
     """Check the candidate schema; return canonical columns and passthrough names.
 
@@ -126,7 +130,9 @@ def canonical(
     :data:`OPTIONAL`, only when given: see :func:`absent`), ``text`` and the offsets
     unless a chunk store supplies them, and the passthrough columns. ``frame``: the
     input ``lf`` reads, where it is in memory: the values of its clean columns are
-    checked now and the plan only casts them (their checks could not fail).
+    checked now and the plan only casts them (their checks could not fail). ``rows``:
+    the ``c.T_ROW`` to give the rows instead of their index (their rows of the chunk
+    store, found when the plan is built).
     """
     names = user_names(lf.collect_schema())
     lf, schema = _aliased(lf)
@@ -150,7 +156,8 @@ def canonical(
     _check_passthrough(passthrough, "candidates")
 
     given = _Given(frame, names)
-    out = lf.with_row_index(c.T_ROW).select(
+    numbered = lf.with_row_index(c.T_ROW) if rows is None else lf.with_columns(rows)
+    out = numbered.select(
         c.T_ROW, *_checked_columns(schema, has_store, offsets, given), *passthrough
     )
     return out, passthrough

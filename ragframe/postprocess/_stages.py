@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import polars as pl
 
@@ -80,25 +81,46 @@ def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) 
     given = to_lazy(candidates, "candidates")
     typed = c.ENTITY_TYPE in given.collect_schema()  # else every type is null
     frame = candidates if isinstance(candidates, pl.DataFrame) else None  # in memory
-    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets, frame)
+    found = _texts.rows_now(frame, chunks)  # the store rows, where both are in memory
+    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets, frame, found)
     schema = lf.collect_schema()
     missing = None
     texts: pl.LazyFrame | None = None
     side = [c.TEXT, *(_inputs.OFFSETS if offsets else ())] if chunks is None else []
     if chunks is not None:  # each candidate's row of the store, from one lookup
-        store = _texts.chunk_store(to_lazy(chunks, "chunks"), schema, offsets)
-        texts = store.cache()  # cached: the lookup, the walks and the merge read it
-        both = (frame, chunks) if isinstance(chunks, pl.DataFrame) else None  # in memory?
-        lf = _texts.with_store_rows(lf, texts, both).cache()  # slim and missing read it
-        if config.missing_text == "drop":
-            lf = _missing.present(lf)
-        elif config.missing_text == "error":
-            missing = _missing.missing(lf)
+        texts, lf, missing = _with_store(lf, found, chunks, schema, config)
     zero: int | str = "" if schema[c.ENTITY_ID] == pl.String else 0
     known = [name for name in _inputs.KNOWN if name in schema]
     slim = lf.select(c.T_ROW, *known, *side, *passthrough)  # passthrough rides along
     absent = _inputs.absent(schema)
     return Prepared(slim, texts, zero, typed, absent, passthrough, missing)
+
+
+def _with_store(
+    lf: pl.LazyFrame,
+    found: pl.Series | None,
+    chunks: Frame,
+    schema: pl.Schema,
+    config: PostprocessConfig,
+) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame | None]:
+    """The chunk store (cached: the lookup, the walks and the merge read it), the
+    candidates ``lf`` with their rows of it (``c.T_ROW``) as the missing-text policy
+    leaves them, and those without text where that is an error. ``found``: their
+    rows, found when the plan was built (:func:`._texts.rows_now`: ``lf`` has them);
+    when every candidate has one, no policy has anything to do (no filter, no check in
+    the plan)."""
+    offsets = config.overlap == "offsets"
+    texts = _texts.chunk_store(to_lazy(chunks, "chunks"), schema, offsets).cache()
+    if found is None:
+        lf = _texts.with_store_rows(lf, texts).cache()  # slim and missing read it
+    else:
+        lowest = found.min()
+        if lowest is None or cast(int, lowest) >= 0:  # every candidate has its text
+            return texts, lf, None
+        lf = lf.cache()
+    if config.missing_text == "drop":
+        return texts, _missing.present(lf), None
+    return texts, lf, _missing.missing(lf) if config.missing_text == "error" else None
 
 
 def select(prepared: Prepared, config: PostprocessConfig) -> pl.LazyFrame:

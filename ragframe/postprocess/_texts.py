@@ -16,7 +16,7 @@ both the text and the candidates without one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import polars as pl
@@ -70,22 +70,12 @@ def _looked_up(batch: pl.Series) -> pl.Series:
     return pl.Series(batch.name, found)
 
 
-def with_store_rows(
-    candidates: pl.LazyFrame,
-    store: pl.LazyFrame,
-    frames: tuple[pl.DataFrame | None, pl.DataFrame] | None = None,
-) -> pl.LazyFrame:
+def with_store_rows(candidates: pl.LazyFrame, store: pl.LazyFrame) -> pl.LazyFrame:
     """``candidates`` (with ``c.T_ROW``, ``entity_id`` and ``chunk_index``), in order,
     their ``c.T_ROW`` now the first row of ``store`` (:func:`chunk_store`) with their
     key, or -1 (a null entity has none). Only the keys are stacked for the lookup; its
-    answer is put beside the candidates (cached: read twice). ``frames``: the
-    candidates and the store as given, where they are in memory: when both are and
-    their keys have the types the plan reads, the lookup is done now
-    (:func:`rows_now`), none of it in the plan (~4 ms of plan on 520k candidates)."""
-    entity = candidates.collect_schema()[c.ENTITY_ID]
-    both = _read_now(frames, entity)
-    if both is not None:
-        return candidates.with_columns(rows_now(*both))
+    answer is put beside the candidates (cached: read twice). Where the candidates and
+    the store are in memory, :func:`rows_now` finds the same rows with no plan."""
     given = candidates.cache()
     keys = given.select(c.T_ROW, c.ENTITY_ID, c.CHUNK_INDEX)
     key = pl.struct(c.T_ROW, c.ENTITY_ID, c.CHUNK_INDEX)
@@ -96,34 +86,34 @@ def with_store_rows(
     return pl.concat([given.drop(c.T_ROW), found], how="horizontal").select(order)
 
 
-def rows_now(candidates: pl.DataFrame, chunks: pl.DataFrame) -> pl.Series:
+def rows_now(candidates: pl.DataFrame | None, chunks: object) -> pl.Series | None:
     """:func:`with_store_rows`'s ``c.T_ROW``, found when the plan is built, where the
-    candidates and the store are both in memory and their keys have the types the plan
-    reads (:func:`_keys_as_read`): the same lookup, none of it left to the plan."""
-    (mine, index), (theirs, stored) = (_keys_of(frame) for frame in (candidates, chunks))
-    return pl.Series(c.T_ROW, store_rows(mine, index.fill_null(0), theirs, stored))
-
-
-def _keys_as_read(frame: pl.DataFrame, entity: pl.DataType) -> bool:
-    """Whether ``frame``'s (entity, chunk index) already have the types the plan reads
-    (``entity``; Int64): no cast between them and the lookup, none that could fail."""
-    mine, index = _keys_of(frame)
-    return mine.dtype == entity and index.dtype == pl.Int64
-
-
-def _read_now(
-    frames: tuple[pl.DataFrame | None, pl.DataFrame] | None, entity: pl.DataType
-) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """``frames`` where both are in memory with their keys as the plan reads them."""
-    mine, theirs = frames or (None, None)
-    if mine is None or theirs is None:
+    candidates and the store (``chunks``) are both in memory (DataFrames) and their keys
+    already have the types the plan reads (integer entities as Int64, or strings, the
+    same on both sides; Int64 chunk indexes): the same lookup, nothing left to the plan
+    and no cast that could fail. None otherwise (the lookup is then the plan's, after
+    the checks that say what is wrong with the inputs)."""
+    if candidates is None or not isinstance(chunks, pl.DataFrame):
         return None
-    return (mine, theirs) if _keys_as_read(mine, entity) and _keys_as_read(theirs, entity) else None
+    keys = [_keys_of(frame) for frame in (candidates, chunks)]
+    if any(key is None for key in keys):
+        return None
+    (mine, index), (theirs, stored) = cast(list[tuple[pl.Series, pl.Series]], keys)
+    if mine.dtype not in (pl.Int64, pl.String) or theirs.dtype != mine.dtype:
+        return None
+    if index.dtype != pl.Int64 or stored.dtype != pl.Int64:
+        return None
+    if index.null_count():
+        index = index.fill_null(0)  # a null chunk index reads 0
+    return pl.Series(c.T_ROW, store_rows(mine, index, theirs, stored))
 
 
-def _keys_of(frame: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
-    """``frame``'s entity (``doc_id`` where it stands for it) and chunk index."""
+def _keys_of(frame: pl.DataFrame) -> tuple[pl.Series, pl.Series] | None:
+    """``frame``'s entity (``doc_id`` where it stands for it) and chunk index; None
+    where it lacks one (the checks say so later)."""
     entity = _inputs.user_names(frame.schema).get(c.ENTITY_ID, c.ENTITY_ID)
+    if entity not in frame.schema or c.CHUNK_INDEX not in frame.schema:
+        return None
     return frame[entity], frame[c.CHUNK_INDEX]
 
 

@@ -150,28 +150,29 @@ def _runs_room(store: Keys, stored: Bools) -> I64 | None:
     span = int(entity[-1]) - int(entity[0])
     if not 0 <= span <= DENSE_SPAN * n + DENSE_SLACK:
         return None
-    return np.zeros((span + 1, 3), dtype=np.int64)
+    return np.zeros((3, span + 1), dtype=np.int64)
 
 
 @testable
 def _dense_runs(entity: I64, chunk: I64, runs: I64) -> bool:
-    """Per entity (``runs``' row: its offset from ``entity[0]``), its first row, first
-    chunk index and row count, in one pass, where the store is laid out as a chunker
-    writes it: entities ascending, each one's chunk indexes consecutive from its
-    first. False (``runs`` then meaningless) where it is not: an entity below the one
-    before it or beyond ``runs``, or a chunk index that does not follow the one
-    before it in the same entity."""
+    """Per entity (a column of ``runs``: its offset from ``entity[0]``), its first row,
+    first chunk index and row count (``runs``' three rows), in one pass, where the store
+    is laid out as a chunker writes it: entities ascending, each one's chunk indexes
+    consecutive from its first. False (``runs`` then meaningless) where it is not: an
+    entity below the one before it or beyond ``runs``, or a chunk index that does not
+    follow the one before it in the same entity."""
     low = entity[0]
+    first, base, count = runs[0], runs[1], runs[2]
     for row in range(len(entity)):
         e, k = entity[row], chunk[row]
         if row > 0 and e == entity[row - 1]:
             if k != chunk[row - 1] + 1:
                 return False
-            runs[e - low, 2] += 1
+            count[e - low] += 1
         else:
-            if (row > 0 and e < entity[row - 1]) or e - low >= len(runs):
+            if (row > 0 and e < entity[row - 1]) or e - low >= len(first):
                 return False
-            runs[e - low, 0], runs[e - low, 1], runs[e - low, 2] = row, k, 1
+            first[e - low], base[e - low], count[e - low] = row, k, 1
     return True
 
 
@@ -184,14 +185,15 @@ def _dense_probe(store: Keys, runs: I64, candidates: Keys, wanted: Bools, found:
     if not _dense_runs(store[0], store[3], runs):
         return False
     low = store[0][0]
+    first, base, count = runs[0], runs[1], runs[2]
     entity, chunk = candidates[0], candidates[3]
     for row in range(len(found)):
-        found[row] = -1
-        at = entity[row] - low
-        if wanted[row] and 0 <= at < len(runs):
-            k = chunk[row] - runs[at, 1]
-            if 0 <= k < runs[at, 2]:
-                found[row] = runs[at, 0] + k
+        at, out = entity[row] - low, -1
+        if wanted[row] and 0 <= at < len(first):
+            k = chunk[row] - base[at]
+            if 0 <= k < count[at]:
+                out = first[at] + k
+        found[row] = out
     return True
 
 
