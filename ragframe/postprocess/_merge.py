@@ -96,10 +96,9 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
         return column.cast(pl.Int64).to_numpy()
 
     group = [c.T_ENTITY, *([c.T_TYPE] if typed else [])]
-    keys = np.column_stack([code(name) for name in [*group, c.CHUNK_INDEX]] + [rank])
-    order, group_start = in_segments_of(ranked, starts, keys, len(group))
-    keys = np.take(keys, order, axis=0)  # rows: 3x keys[order]; ``starts`` still marks queries
-    return MergeOrder(order, starts, group_start, keys[:, 0], keys[:, -2], keys[:, -1])
+    keys = np.stack([code(name) for name in [*group, c.CHUNK_INDEX]] + [rank])
+    order, group_start, keys = in_segments_of(ranked, starts, keys, len(group))
+    return MergeOrder(order, starts, group_start, keys[0], keys[-2], keys[-1])  # keys[:, order]
 
 
 def _rule9_order(
