@@ -96,10 +96,9 @@ def merge_order(parts: pl.DataFrame, typed: bool) -> MergeOrder:
         return column.cast(pl.Int64).to_numpy()
 
     group = [c.T_ENTITY, *([c.T_TYPE] if typed else [])]
-    keys = np.column_stack([code(name) for name in [*group, c.CHUNK_INDEX]] + [rank])
-    order, group_start = in_segments_of(ranked, starts, keys, len(group))
-    keys = np.take(keys, order, axis=0)  # rows: 3x keys[order]; ``starts`` still marks queries
-    return MergeOrder(order, starts, group_start, keys[:, 0], keys[:, -2], keys[:, -1])
+    keys = np.stack([code(name) for name in [*group, c.CHUNK_INDEX]] + [rank])
+    order, group_start, keys = in_segments_of(ranked, starts, keys, len(group))
+    return MergeOrder(order, starts, group_start, keys[0], keys[-2], keys[-1])  # keys[:, order]
 
 
 def _rule9_order(
@@ -164,11 +163,16 @@ class _Blocks(NamedTuple):
     """The length of the query's blocks up to this one (rule 10)."""
 
 
-def _ordered(rows_in: MergeOrder, m: MergeResult, typed: bool) -> _Blocks:
-    """Rule 8's ranking score and rule 9's order of the blocks ``m`` found."""
+def _ordered(
+    rows_in: MergeOrder, m: MergeResult, typed: bool, budget: tuple[int, int] | None = None
+) -> _Blocks:
+    """Rule 8's ranking score and rule 9's order of the blocks ``m`` found; with
+    ``budget`` (``max_blocks``, ``max_characters``) only the blocks rule 10 keeps (each
+    column gathered once, at the kept blocks)."""
     firsts = np.flatnonzero(m.starts)  # each block's first row, in merge order
-    rerank = m.rerank[firsts]
-    score = np.where(np.isnan(rerank), m.max_similarity[firsts], rerank)
+    rerank, top = m.rerank[firsts], m.max_similarity[firsts]
+    missing = np.isnan(rerank)
+    score = top if missing.all() else np.where(missing, top, rerank)
     group = _block_groups(rows_in.group_start, firsts)
     ties = None
     if typed:
@@ -176,10 +180,13 @@ def _ordered(rows_in: MergeOrder, m: MergeResult, typed: bool) -> _Blocks:
     ranked, block_rank, running = _rule9_order(
         rows_in.query_start[firsts], score, m.chars[firsts], ties
     )
-    lengths = np.diff(np.append(firsts, len(m.starts)))[ranked]  # blocks: runs of rows
-    return _Blocks(
-        firsts[ranked], lengths, group[ranked], score[ranked], rerank[ranked], block_rank, running
-    )
+    if budget is not None:
+        kept = np.flatnonzero(within_budget(block_rank, running, *budget))
+        ranked, block_rank, running = ranked[kept], block_rank[kept], running[kept]
+    rows = firsts[ranked]
+    ends = np.append(firsts[1:], len(m.starts))[ranked]  # blocks: runs of rows
+    lengths, group = ends - rows, group[ranked]
+    return _Blocks(rows, lengths, group, score[ranked], rerank[ranked], block_rank, running)
 
 
 def _kept(blocks: _Blocks, keep: Bools) -> _Blocks:
@@ -294,12 +301,8 @@ def _blocks_of(found: RowTexts, max_gap: int, cap: int, first: dict[str, str], t
         *texts, rows_in.group_start, rows_in.chunk_index, n.sim, n.rerank, max_gap, cap,
         n.start_char, n.end_char, in_place=True,
     )  # fmt: skip
-    blocks = _ordered(rows_in, m, typed)
-    limit = None
-    if budget is not None:
-        limit = budget[1]
-        blocks = _kept(blocks, within_budget(blocks.block_rank, blocks.running, *budget))
-    written = _texts(texts, m, blocks, limit)
+    blocks = _ordered(rows_in, m, typed, budget)
+    written = _texts(texts, m, blocks, budget[1] if budget is not None else None)
     return _frame(parts, rows_in, m, blocks, written, first)
 
 

@@ -292,7 +292,7 @@ def merge(
     """
     n = len(chunk_index)
     by_offsets = start_char is not None and end_char is not None
-    zeros = np.zeros(n, dtype=np.int64)
+    zeros = np.zeros(n, dtype=np.float64)  # no offsets: as floats, so frozen copies nothing
     given = (address, length, group_start, chunk_index, sim, rerank)
     kinds = (np.int64, np.int64, np.bool_, np.int64, np.float64, np.float64)
     rows: MergeRows = tuple(frozen(a, t) for a, t in zip(given, kinds, strict=True))
@@ -302,11 +302,14 @@ def merge(
     )
     group_firsts = np.flatnonzero(group_start)
     # a block's text is at most its group's bytes and a newline per chunk
-    group_bytes = np.add.reduceat(length + 1, group_firsts) if n else zeros
+    before = np.zeros(n + 1, dtype=np.int64)  # each row's bytes before it, then all
+    np.cumsum(length, out=before[1:])
+    bounds = np.append(group_firsts, n)
+    group_bytes = np.diff(before[bounds]) + np.diff(bounds)  # (numpy's reduceat: 4x slower)
     group_at = np.cumsum(group_bytes) - group_bytes  # each group's room in ``out``
     out = np.empty(int(group_bytes.sum()) if in_place else 0, dtype=np.uint8)
     block_at = np.zeros(n if in_place else 0, dtype=np.int64)
-    piece = np.zeros(n, dtype=np.int64)
+    piece = np.empty(n, dtype=np.int64)  # every row's is written
     blocks: MergeBlocks = (
         np.zeros(n, dtype=np.bool_),
         *(np.zeros(n, dtype=np.int64) for _ in range(3)),

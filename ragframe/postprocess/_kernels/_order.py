@@ -278,18 +278,19 @@ def _ranked_in_segments(starts: Bools, keys: I64, values: I64) -> tuple[I64, I64
     return order, place, total
 
 
-def in_segments_of(ranked: I64, starts: Bools, keys: I64, groups: int) -> tuple[I64, Bools]:
+def in_segments_of(ranked: I64, starts: Bools, keys: I64, groups: int) -> tuple[I64, Bools, I64]:
     """The rows ``ranked`` (each segment's, ``starts`` marking their first) ordered by the
-    columns of ``keys`` (``keys[row]``, rows as ``ranked`` names them: not gathered)
-    within each segment, stably, and whether each starts a segment or differs from the
-    row before it in the first ``groups`` columns (rule 5's group starts).
+    key columns ``keys`` (``keys[k, row]``, rows as ``ranked`` names them: not gathered)
+    within each segment, stably; whether each starts a segment or differs from the row
+    before it in the first ``groups`` columns (rule 5's group starts); and the keys
+    gathered into that order (``keys[:, order]``, each column contiguous).
 
     Example:
         >>> import numpy as np
-        >>> keys, one = np.array([[7, 1], [3, 0], [7, 0]]), np.array([True, False, False])
-        >>> order, new = in_segments_of(np.array([0, 1, 2]), one, keys, 1)
-        >>> order.tolist(), new.tolist()
-        ([1, 2, 0], [True, True, False])
+        >>> keys, one = np.array([[7, 3, 7], [1, 0, 0]]), np.array([True, False, False])
+        >>> order, new, got = in_segments_of(np.array([0, 1, 2]), one, keys, 1)
+        >>> order.tolist(), new.tolist(), got.tolist()
+        ([1, 2, 0], [True, True, False], [[3, 7, 7], [0, 0, 1]])
     """
     return _in_segments_of(
         frozen(ranked, np.int64), frozen(starts, np.bool_), frozen(keys, np.int64), int(groups)
@@ -297,19 +298,24 @@ def in_segments_of(ranked: I64, starts: Bools, keys: I64, groups: int) -> tuple[
 
 
 @compiled
-def _in_segments_of(ranked: I64, starts: Bools, keys: I64, groups: int) -> tuple[I64, Bools]:
-    """:func:`in_segments_of` on its inputs as one numba type."""
+def _in_segments_of(ranked: I64, starts: Bools, keys: I64, groups: int) -> tuple[I64, Bools, I64]:
+    """:func:`in_segments_of` on its inputs as one numba type (the sort reads ``keys``
+    transposed, a row's keys a column: no table of them is built)."""
     order = np.empty(len(ranked), dtype=np.int64)
     for i in range(len(ranked)):
         order[i] = ranked[i]
-    _sort_segments(order, starts, keys)
+    _sort_segments(order, starts, keys.T)
     new = np.empty(len(order), dtype=np.bool_)
+    gathered = np.empty(keys.shape, dtype=np.int64)
     for i in range(len(order)):
+        row = order[i]
         differs = bool(starts[i])
-        for k in range(groups):
-            differs = differs or keys[order[i - 1], k] != keys[order[i], k]
+        for k in range(keys.shape[0]):
+            gathered[k, i] = keys[k, row]
+            if k < groups and not differs:
+                differs = keys[k, order[i - 1]] != keys[k, row]
         new[i] = differs
-    return order, new
+    return order, new, gathered
 
 
 @sample("_grouped_by")
