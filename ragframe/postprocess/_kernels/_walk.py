@@ -167,6 +167,10 @@ def _walk(
     """
     selected, count, best, keep, previous, trims, norm_len = out
     i, n = part
+    for j in range(i, n):  # this part's rows, here: parts touch their memory at once
+        r = order[j]
+        selected[r] = False
+        previous[r], trims[r, 0], trims[r, 1], norm_len[r] = -1, -1, -1, -1
     scratch = (  # for the longest text, in bytes
         np.empty(longest, dtype=np.uint8),
         np.empty(longest, dtype=np.uint8),
@@ -272,7 +276,7 @@ def walk(
         frozen(order, np.int64),
         frozen(start, np.bool_),
         frozen(sim, np.float64),
-        frozen(entity.is_null().to_numpy(), np.bool_),
+        frozen(_nulls(entity), np.bool_),
         frozen(hashes, np.int64),
         keys,
         frozen(np.zeros(0, dtype=np.bool_) if more is None else more, np.bool_),
@@ -290,6 +294,13 @@ def walk(
     in_parts(run, starts, n)
     del alive  # the buffers the addresses point into lived until here
     return Walked(out[0], out[1], out[2], out[3])
+
+
+def _nulls(column: pl.Series) -> Bools:
+    """Whether each value of ``column`` is null (no pass over a column without any)."""
+    if column.null_count():
+        return column.is_null().to_numpy()
+    return np.zeros(len(column), dtype=np.bool_)
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -313,15 +324,16 @@ def key_hashes(entity: pl.Series, entity_type: pl.Series | None) -> I64:
 
 def _outputs(n: int) -> tuple[Bools, I64, F64, Bools, I64, I64, I64]:
     """What :func:`_walk` sets, for ``n`` rows: selected, count, best, keep, then its
-    working state (-1: not yet known)."""
+    working state; not filled here: each part sets its own rows first (on its thread,
+    where a fill here touched all of them on the caller's)."""
     return (
-        np.zeros(n, dtype=np.bool_),
-        np.zeros(n, dtype=np.int64),
-        np.zeros(n, dtype=np.float64),
-        np.zeros(n, dtype=np.bool_),
-        np.full(n, -1, dtype=np.int64),
-        np.full((n, 2), -1, dtype=np.int64),
-        np.full(n, -1, dtype=np.int64),
+        np.empty(n, dtype=np.bool_),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.float64),
+        np.empty(n, dtype=np.bool_),
+        np.empty(n, dtype=np.int64),
+        np.empty((n, 2), dtype=np.int64),
+        np.empty(n, dtype=np.int64),
     )
 
 
