@@ -74,6 +74,22 @@ def _same_key(keys: WalkKeys, a: int, b: int) -> bool:
     return True
 
 
+_MIXER = -7046029254386353131
+"""An odd 64-bit multiplier, 2**64 over the golden ratio (as an int64), to hash integer
+entities with."""
+
+
+@internal
+def _hash_of(hashes: I64, keys: WalkKeys, r: int) -> int:
+    """Row ``r``'s hash of its key: ``hashes[r]``, or with no ``hashes`` (integer
+    entities, no types) its entity mixed (multiplied, wrapping, and its high bits
+    folded into the low ones the table reads)."""
+    if len(hashes):
+        return int(hashes[r])
+    h = keys[0][r] * _MIXER
+    return int(h ^ (h >> 29))
+
+
 @internal
 def _repeated(
     address: I64,
@@ -194,9 +210,10 @@ def _walk(
             repeated = False
             slot = -1
             if not entity_null[r]:
-                slot = hashes[r] & mask
+                h = _hash_of(hashes, keys, r)
+                slot = h & mask
                 while table[slot] >= 0 and not (
-                    hashes[table[slot]] == hashes[r] and _same_key(keys, table[slot], r)
+                    _hash_of(hashes, keys, table[slot]) == h and _same_key(keys, table[slot], r)
                 ):
                     slot = (slot + 1) & mask
                 s = table[slot]
@@ -259,7 +276,8 @@ def walk(
     texts read in place (``address``, ``length``: :func:`ragframe._arrow.string_addresses`;
     their buffers alive meanwhile): ``rank`` orders the rows (ranking order, each
     query's rows together), ``start`` marks each query's first row, ``hashes`` hash
-    (entity, type) (None: :func:`key_hashes`); ``entity_type`` None: every type is null.
+    (entity, type) (None: :func:`key_hashes`; empty: the integer entities mixed,
+    :func:`_hash_of`); ``entity_type`` None: every type is null.
     Rule 4 with ``thresholds``, the threshold of a query selecting ``k`` chunks at
     ``k`` (for every count a query here can reach); ``more`` marks the rows of queries
     with more candidates than these (None: none). Inputs reach the kernel
@@ -309,17 +327,17 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 def key_hashes(entity: pl.Series, entity_type: pl.Series | None) -> I64:
     """A hash of each row's (entity, type) for the walk's table (any hash serves: the
-    walk verifies keys, :func:`_same_key`). Integer entities without types: the value
-    itself, mixed in numpy (Polars' struct hash took ~1.3 ms for 120k rows); else
-    Polars' hashes, the type's mixed in."""
+    walk verifies keys, :func:`_same_key`): Polars' hashes, the type's mixed in; none
+    for integer entities without types (the walk mixes the value itself,
+    :func:`_hash_of`: Polars' struct hash took ~1.3 ms for 120k rows)."""
+    if entity_type is None and entity.dtype.is_integer():
+        return np.zeros(0, dtype=np.int64)
     with np.errstate(over="ignore"):
-        if entity_type is None and entity.dtype.is_integer():
-            h = int64s(entity).view(np.uint64) * _MIX
-        else:
-            h = entity.hash().to_numpy()
-            if entity_type is not None:
-                h = h ^ (entity_type.hash().to_numpy() * _MIX)
-        return (h ^ (h >> np.uint64(29))).view(np.int64)
+        h = entity.hash().to_numpy()
+        if entity_type is not None:
+            h = h ^ (entity_type.hash().to_numpy() * _MIX)
+        mixed: I64 = (h ^ (h >> np.uint64(29))).view(np.int64)
+        return mixed
 
 
 def _outputs(n: int) -> tuple[Bools, I64, F64, Bools, I64, I64, I64]:
