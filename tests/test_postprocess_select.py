@@ -53,6 +53,13 @@ def test_heads_are_the_full_rankings_first_rows(
     assert got.rank.tolist() == full.rank[at].tolist()
     assert got.start.tolist() == (full.position[at] == 0).tolist()
     assert got.more.tolist() == full.more[at].tolist()
+    cut = data.draw(st.integers(0, n))  # the columns in chunks, cut alike or not
+    other = data.draw(st.sampled_from([cut, n - cut]))
+    chunked = pl.concat([series.slice(0, cut), series.slice(cut)], rechunk=False)
+    scores = pl.Series(score)
+    scores = pl.concat([scores.slice(0, other), scores.slice(other)], rechunk=False)
+    again = _rank.heads(chunked, scores, width)
+    assert [a.tolist() for a in again] == [a.tolist() for a in got]
 
 
 @given(
@@ -70,9 +77,15 @@ def test_sorted_heads_plain_form_equals_the_compiled_one(
     score = np.array(data.draw(st.lists(levels, min_size=len(query), max_size=len(query))))
     if data.draw(st.booleans()):
         score = -np.sort(-score)
-    compiled = _walk.sorted_heads(query, score, width)
+    cut = data.draw(st.integers(0, len(query)))  # in two pieces, as a column's chunks
+    pieces = [query[:cut], query[cut:]], [score[:cut], score[cut:]]
+    whole = _walk.sorted_heads([query], [score], width)
+    compiled = _walk.sorted_heads(*pieces, width)
     with rows_in_python(10**6):
-        plain = _walk.sorted_heads(query, score, width)
+        plain = _walk.sorted_heads(*pieces, width)
+    assert (whole is None) == (compiled is None)
+    if whole is not None and compiled is not None:
+        assert [a.tolist() for a in whole] == [a.tolist() for a in compiled]
     if compiled is None:
         assert plain is None
     else:

@@ -218,16 +218,23 @@ def _chunk_of(chunk_start: I64, last: int, r: int) -> int:
 
 @compiled
 def _row_views(
-    chunk_start: I64, chunk_views: I64, chunk_base: I64, bases: I64, row: I64, out: I64
-) -> None:
+    chunk_start: I64, chunk_views: I64, chunk_base: I64, bases: I64, row: I64, out: I64,
+    ahead: int,
+) -> None:  # fmt: skip
     """Where the strings of rows ``row`` of a string-view column are (-1: none, read as
     ""): their bytes' addresses into ``out[0]``, their byte lengths into ``out[1]``.
     Chunk ``k`` holds the column's rows ``chunk_start[k]:chunk_start[k + 1]``, its
     first view at ``chunk_views[k]`` (16 bytes each: the length, then the bytes when at
     most 12, else a prefix, the buffer index and the offset), its buffer ``i`` at
-    ``bases[chunk_base[k] + i]``."""
+    ``bases[chunk_base[k] + i]``. The view of the row ``ahead`` rows on is prefetched
+    (0: none): the rows' views are scattered reads of the column's, missed in every
+    cache when the column is large or cold."""
     last = len(chunk_views) - 1
     for i in range(len(row)):
+        if ahead > 0 and i + ahead < len(row) and row[i + ahead] >= 0:
+            later = row[i + ahead]
+            j = _chunk_of(chunk_start, last, later)
+            prefetch(chunk_views[j] + VIEW_BYTES * (later - chunk_start[j]))  # type: ignore[call-arg]
         r = row[i]
         if r < 0:
             out[0, i], out[1, i] = 0, 0
@@ -240,6 +247,11 @@ def _row_views(
             out[0, i] = view + 4
         else:
             out[0, i] = bases[chunk_base[k] + _u32_at(view + 8)] + _u32_at(view + 12)
+
+
+VIEWS_AHEAD = 64
+"""How many rows ahead :func:`row_views` prefetches a row's view (issue 27's walk rows, caches
+evicted first: inline 2.0 -> 1.3 ms, store 1.45 -> 1.2; 32 and 128 in between)."""
 
 
 def row_views(column: pl.Series, row: I64) -> tuple[I64, I64, list[Any]]:
@@ -274,6 +286,7 @@ def row_views(column: pl.Series, row: I64) -> tuple[I64, I64, list[Any]]:
         frozen(bases, np.int64),
         frozen(row, np.int64),
         out,
+        VIEWS_AHEAD,
     )
     return out[0], out[1], arrays
 

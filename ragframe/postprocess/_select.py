@@ -210,7 +210,7 @@ def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
     gathered from ``rows`` once (:func:`_kept`).
     """
     width = first_pass_width(rules.top_k)
-    head, rank, start, more = heads(rows[c.QUERY_ID], rows[c.RANKING_SCORE].to_numpy(), width)
+    head, rank, start, more = heads(rows[c.QUERY_ID], rows[c.RANKING_SCORE], width)
     # only the columns the walk reads, at its rows (a filter: chunk by chunk, :func:`_mask`)
     mask = _mask(rows.height, head)
     first = pl.DataFrame([rows[name].filter(mask) for name in _walk_columns(rules.typed)])

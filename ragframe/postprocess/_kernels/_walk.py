@@ -4,6 +4,7 @@ skip a candidate that an already-selected chunk of the same entity repeats, stop
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -72,6 +73,22 @@ def _same_key(keys: WalkKeys, a: int, b: int) -> bool:
         if t_valid[a] and not _same_bytes(t_address, t_length, a, b):
             return False
     return True
+
+
+_MIXER = -7046029254386353131
+"""An odd 64-bit multiplier, 2**64 over the golden ratio (as an int64), to hash integer
+entities with."""
+
+
+@internal
+def _hash_of(hashes: I64, keys: WalkKeys, r: int) -> int:
+    """Row ``r``'s hash of its key: ``hashes[r]``, or with no ``hashes`` (integer
+    entities, no types) its entity mixed (multiplied, wrapping, and its high bits
+    folded into the low ones the table reads)."""
+    if len(hashes):
+        return int(hashes[r])
+    h = keys[0][r] * _MIXER
+    return int(h ^ (h >> 29))
 
 
 @internal
@@ -167,6 +184,10 @@ def _walk(
     """
     selected, count, best, keep, previous, trims, norm_len = out
     i, n = part
+    for j in range(i, n):  # this part's rows, here: parts touch their memory at once
+        r = order[j]
+        selected[r] = False
+        previous[r], trims[r, 0], trims[r, 1], norm_len[r] = -1, -1, -1, -1
     scratch = (  # for the longest text, in bytes
         np.empty(longest, dtype=np.uint8),
         np.empty(longest, dtype=np.uint8),
@@ -190,9 +211,10 @@ def _walk(
             repeated = False
             slot = -1
             if not entity_null[r]:
-                slot = hashes[r] & mask
+                h = _hash_of(hashes, keys, r)
+                slot = h & mask
                 while table[slot] >= 0 and not (
-                    hashes[table[slot]] == hashes[r] and _same_key(keys, table[slot], r)
+                    _hash_of(hashes, keys, table[slot]) == h and _same_key(keys, table[slot], r)
                 ):
                     slot = (slot + 1) & mask
                 s = table[slot]
@@ -255,7 +277,8 @@ def walk(
     texts read in place (``address``, ``length``: :func:`ragframe._arrow.string_addresses`;
     their buffers alive meanwhile): ``rank`` orders the rows (ranking order, each
     query's rows together), ``start`` marks each query's first row, ``hashes`` hash
-    (entity, type) (None: :func:`key_hashes`); ``entity_type`` None: every type is null.
+    (entity, type) (None: :func:`key_hashes`; empty: the integer entities mixed,
+    :func:`_hash_of`); ``entity_type`` None: every type is null.
     Rule 4 with ``thresholds``, the threshold of a query selecting ``k`` chunks at
     ``k`` (for every count a query here can reach); ``more`` marks the rows of queries
     with more candidates than these (None: none). Inputs reach the kernel
@@ -272,7 +295,7 @@ def walk(
         frozen(order, np.int64),
         frozen(start, np.bool_),
         frozen(sim, np.float64),
-        frozen(entity.is_null().to_numpy(), np.bool_),
+        frozen(_nulls(entity), np.bool_),
         frozen(hashes, np.int64),
         keys,
         frozen(np.zeros(0, dtype=np.bool_) if more is None else more, np.bool_),
@@ -292,82 +315,110 @@ def walk(
     return Walked(out[0], out[1], out[2], out[3])
 
 
+def _nulls(column: pl.Series) -> Bools:
+    """Whether each value of ``column`` is null (no pass over a column without any)."""
+    if column.null_count():
+        return column.is_null().to_numpy()
+    return np.zeros(len(column), dtype=np.bool_)
+
+
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 """An odd 64-bit multiplier (2**64 over the golden ratio) for :func:`key_hashes`."""
 
 
 def key_hashes(entity: pl.Series, entity_type: pl.Series | None) -> I64:
     """A hash of each row's (entity, type) for the walk's table (any hash serves: the
-    walk verifies keys, :func:`_same_key`). Integer entities without types: the value
-    itself, mixed in numpy (Polars' struct hash took ~1.3 ms for 120k rows); else
-    Polars' hashes, the type's mixed in."""
+    walk verifies keys, :func:`_same_key`): Polars' hashes, the type's mixed in; none
+    for integer entities without types (the walk mixes the value itself,
+    :func:`_hash_of`: Polars' struct hash took ~1.3 ms for 120k rows)."""
+    if entity_type is None and entity.dtype.is_integer():
+        return np.zeros(0, dtype=np.int64)
     with np.errstate(over="ignore"):
-        if entity_type is None and entity.dtype.is_integer():
-            h = int64s(entity).view(np.uint64) * _MIX
-        else:
-            h = entity.hash().to_numpy()
-            if entity_type is not None:
-                h = h ^ (entity_type.hash().to_numpy() * _MIX)
-        return (h ^ (h >> np.uint64(29))).view(np.int64)
+        h = entity.hash().to_numpy()
+        if entity_type is not None:
+            h = h ^ (entity_type.hash().to_numpy() * _MIX)
+        mixed: I64 = (h ^ (h >> np.uint64(29))).view(np.int64)
+        return mixed
 
 
 def _outputs(n: int) -> tuple[Bools, I64, F64, Bools, I64, I64, I64]:
     """What :func:`_walk` sets, for ``n`` rows: selected, count, best, keep, then its
-    working state (-1: not yet known)."""
+    working state; not filled here: each part sets its own rows first (on its thread,
+    where a fill here touched all of them on the caller's)."""
     return (
-        np.zeros(n, dtype=np.bool_),
-        np.zeros(n, dtype=np.int64),
-        np.zeros(n, dtype=np.float64),
-        np.zeros(n, dtype=np.bool_),
-        np.full(n, -1, dtype=np.int64),
-        np.full((n, 2), -1, dtype=np.int64),
-        np.full(n, -1, dtype=np.int64),
+        np.empty(n, dtype=np.bool_),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.float64),
+        np.empty(n, dtype=np.bool_),
+        np.empty(n, dtype=np.int64),
+        np.empty((n, 2), dtype=np.int64),
+        np.empty(n, dtype=np.int64),
     )
 
 
 @compiled
-def _sorted_heads(query: I64, score: F64, width: int, out: tuple[I64, Bools, Bools]) -> int:
+def _sorted_heads(
+    query: I64, score: F64, offset: int, width: int, state: I64, last: F64,
+    out: tuple[I64, Bools, Bools],
+) -> bool:  # fmt: skip
     """Each query's first ``width`` rows (into ``out``: the rows, whether each is its
     query's first, whether its query has more than ``width`` rows), in one pass, for
     rows grouped by query, ids ascending and each query's scores never increasing
-    (ties in input order: the ranking's order is the rows' own). Returns how many, or
-    -1 where the rows are not so (``out`` then means nothing)."""
+    (ties in input order: the ranking's order is the rows' own). Over one piece of the
+    rows, the rows ``offset`` on, continuing the pieces before it: ``state`` holds the
+    current query's first row, its first row in ``out``, how many rows ``out`` holds
+    and the previous id, ``last[0]`` the previous score. Returns whether the rows are
+    so (else ``out`` means nothing)."""
     at, first, more = out
-    n = len(query)
-    written = 0
-    lo = 0
-    while lo < n:
-        hi = lo + 1
-        while hi < n and query[hi] == query[lo]:
-            if score[hi] > score[hi - 1]:
-                return -1
-            hi += 1
-        if hi < n and query[hi] < query[lo]:
-            return -1
-        for i in range(lo, min(hi, lo + width)):
-            at[written] = i
-            first[written] = i == lo
-            more[written] = hi - lo > width
+    run_first, run_written, written, previous = state[0], state[1], state[2], state[3]
+    before = last[0]
+    for i in range(len(query)):
+        row = offset + i
+        q = query[i]
+        if row == 0 or q != previous:
+            if row > 0 and q < previous:
+                return False
+            run_first, run_written = row, written
+        elif score[i] > before:
+            return False
+        position = row - run_first
+        if position < width:
+            at[written] = row
+            first[written] = position == 0
+            more[written] = False
             written += 1
-        lo = hi
-    return written
+        elif position == width:  # the query has more than width rows
+            for j in range(run_written, written):
+                more[j] = True
+        previous, before = q, score[i]
+    state[0], state[1], state[2], state[3] = run_first, run_written, written, previous
+    last[0] = before
+    return True
 
 
-def sorted_heads(query: I64, score: F64, width: int) -> tuple[I64, Bools, Bools] | None:
-    """:func:`_sorted_heads` (None: the rows are not so). A row's place in the whole
-    ranking is then the row itself."""
-    n = len(query)
+def sorted_heads(
+    query: Sequence[I64], score: Sequence[F64], width: int
+) -> tuple[I64, Bools, Bools] | None:
+    """:func:`_sorted_heads` over the rows given in pieces (``query[k]`` and
+    ``score[k]`` of equal lengths: a column's chunks, read in place) (None: the rows
+    are not so). A row's place in the whole ranking is then the row itself."""
+    n = sum(len(piece) for piece in query)
     out = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_))
-    written = _sorted_heads(frozen(query, np.int64), frozen(score, np.float64), int(width), out)
-    if written < 0:
-        return None
+    state, last = np.zeros(4, dtype=np.int64), np.zeros(1, dtype=np.float64)
+    offset = 0
+    for ids, scores in zip(query, score, strict=True):  # a few chunks
+        ids, scores = frozen(ids, np.int64), frozen(scores, np.float64)
+        if not _sorted_heads(ids, scores, offset, int(width), state, last, out):
+            return None
+        offset += len(ids)
+    written = int(state[2])
     return out[0][:written], out[1][:written], out[2][:written]
 
 
 @sample("_sorted_heads")
 def _sample_heads() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
-    sorted_heads(np.zeros(1, dtype=np.int64), np.zeros(1), 1)
+    sorted_heads([np.zeros(1, dtype=np.int64)], [np.zeros(1)], 1)
 
 
 @sample("_walk")
