@@ -142,11 +142,20 @@ def row_texts(parts: pl.DataFrame, in_source: bool, offsets: bool = False) -> Ro
     return source_texts(*split(parts), offsets)
 
 
-def source_texts(rows: pl.DataFrame, source: pl.DataFrame, offsets: bool = False) -> RowTexts:
+def source_texts(
+    rows: pl.DataFrame,
+    source: pl.DataFrame,
+    offsets: bool = False,
+    views: tuple[I64, I64, object] | None = None,
+) -> RowTexts:
     """:func:`row_texts` of rows and their text source given apart (each row's text in
-    the source's row ``c.T_ROW``; -1 for none: "")."""
+    the source's row ``c.T_ROW``; -1 for none: ""). ``views``: where the caller has
+    read them already (the selection's walk), the rows' texts' addresses and byte
+    lengths, and what owns their memory (no second pass over the source's views)."""
     row = rows[c.T_ROW].to_numpy()
-    address, length, arrays = row_views(source[c.TEXT], row)  # only these rows' views
+    address, length, arrays = (
+        views if views is not None else row_views(source[c.TEXT], row)  # these rows' only
+    )
     found = None
     if offsets:
         found = (_at(int64s(source[c.START_CHAR]), row), _at(int64s(source[c.END_CHAR]), row))
