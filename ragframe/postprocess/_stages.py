@@ -38,7 +38,7 @@ from ragframe.postprocess import (
     _token_merge,
 )
 from ragframe.postprocess._config import PostprocessConfig
-from ragframe.schema import Frame, to_lazy
+from ragframe.schema import Frame, in_memory, to_lazy
 
 PREPARE_FIELDS = ("overlap", "missing_text")
 SELECT_FIELDS = ("top_k", "min_similarity")
@@ -78,6 +78,7 @@ class Prepared:
 def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) -> Prepared:
     """Check and canonicalize the candidates, and say where their text comes from."""
     offsets = config.overlap == "offsets"
+    candidates, chunks = in_memory(candidates), in_memory(chunks)  # Arrow: read once
     given = to_lazy(candidates, "candidates")
     typed = c.ENTITY_TYPE in given.collect_schema()  # else every type is null
     frame = candidates if isinstance(candidates, pl.DataFrame) else None  # in memory
