@@ -2,7 +2,10 @@
 
 The schema is checked before any plan is built (missing columns, wrong types); value
 checks (null query ids, NaN or infinite scores, null offsets) run inside the plan as
-whole-column kernels, raising :class:`~ragframe.errors.DataError` when collected.
+whole-column kernels, raising :class:`~ragframe.errors.DataError` when collected. An
+input already in memory has its values tested when the plan is built: a clean column
+is only cast there (its check could not fail), any other keeps its check in the plan,
+so the error still comes when collected.
 """
 
 from __future__ import annotations
