@@ -159,7 +159,12 @@ def canonical(
     _check_passthrough(passthrough, "candidates")
 
     given = _Given(frame, names)
-    numbered = lf.with_row_index(c.T_ROW) if rows is None else lf.with_columns(rows)
+    if rows is None:
+        numbered = lf.with_row_index(c.T_ROW)
+    elif frame is None:
+        numbered = lf.with_columns(rows)
+    else:  # beside the input's own columns: a literal Series in the plan costs more
+        numbered, _ = _aliased(frame.hstack([rows]).lazy())
     out = numbered.select(
         c.T_ROW, *_checked_columns(schema, has_store, offsets, given), *passthrough
     )
