@@ -221,6 +221,14 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 did-you-mean suggests one of these when the input has it."""
 
 
+def in_memory(data: Any) -> Any:
+    """A pyarrow Table or RecordBatch as a Polars DataFrame (in memory, as it was: its
+    values can be read when a plan is built); anything else as it is."""
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        return pl.from_arrow(data)
+    return data
+
+
 def to_lazy(data: Any, what: str) -> pl.LazyFrame:
     """Accept a Polars DataFrame/LazyFrame or a pyarrow Table; return a LazyFrame."""
     if isinstance(data, pl.LazyFrame):

@@ -4,6 +4,7 @@ its definition in whole-array numpy, compiled and as plain Python."""
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -82,3 +83,21 @@ def test_a_store_with_a_null_key_has_no_dense_layout() -> None:
     none = np.zeros(0, dtype=np.int64)
     stored = np.array([True, False, True])
     assert _store._runs_room((entity, none, none, np.array([0, 1, 0])), stored) is None
+
+
+@pytest.mark.parametrize("layout", ["dense", "hashed"])
+@pytest.mark.parametrize("rows_in_python", ["0", "100000"], ids=["compiled", "python"])
+def test_the_lookup_counts_the_rows_without_a_store_row(
+    layout: str, rows_in_python: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(_compile.PYTHON_ROWS_ENV, rows_in_python)
+    store_entity = [1, 1, 2, 5] if layout == "dense" else [5, 1, 1, 2]
+    store_chunk = [0, 1, 0, 3] if layout == "dense" else [3, 0, 1, 0]
+    entity = pl.Series([1, 2, 2, None, 5, 7, 1], dtype=pl.Int64)
+    chunk = pl.Series([1, 0, 1, 0, 3, 0, 0], dtype=pl.Int64)
+    found, lacking = _store.store_rows_lacking(
+        entity, chunk, pl.Series(store_entity), pl.Series(store_chunk)
+    )
+    assert lacking == int((found < 0).sum()) == 3
+    assert np.array_equal(found, _store.store_rows(entity, chunk, pl.Series(store_entity),
+                                                   pl.Series(store_chunk)))  # fmt: skip

@@ -173,3 +173,13 @@ def test_a_complete_store_found_when_built_leaves_no_check_in_the_plan(policy: s
     assert "python_udf" not in now.explain()
     assert now.collect().equals(later.collect())
     assert now.collect().height > 0
+
+
+def test_arrow_inputs_are_read_as_in_memory_frames() -> None:
+    """A pyarrow Table is in memory too: checked and looked up when the plan is built."""
+    candidates, store = _store_case(pl.Int64)
+    config = {"top_k": 3, "missing_text": "empty"}
+    arrow = ragframe.postprocess(candidates.to_arrow(), config, chunks=store.to_arrow())
+    polars = ragframe.postprocess(candidates, config, chunks=store)
+    assert arrow.explain() == polars.explain()
+    assert arrow.collect().equals(polars.collect())

@@ -2,7 +2,10 @@
 
 The schema is checked before any plan is built (missing columns, wrong types); value
 checks (null query ids, NaN or infinite scores, null offsets) run inside the plan as
-whole-column kernels, raising :class:`~ragframe.errors.DataError` when collected.
+whole-column kernels, raising :class:`~ragframe.errors.DataError` when collected. An
+input already in memory has its values tested when the plan is built: a clean column
+is only cast there (its check could not fail), any other keeps its check in the plan,
+so the error still comes when collected.
 """
 
 from __future__ import annotations
@@ -156,7 +159,12 @@ def canonical(
     _check_passthrough(passthrough, "candidates")
 
     given = _Given(frame, names)
-    numbered = lf.with_row_index(c.T_ROW) if rows is None else lf.with_columns(rows)
+    if rows is None:
+        numbered = lf.with_row_index(c.T_ROW)
+    elif frame is None:
+        numbered = lf.with_columns(rows)
+    else:  # beside the input's own columns: a literal Series in the plan costs more
+        numbered, _ = _aliased(frame.hstack([rows]).lazy())
     out = numbered.select(
         c.T_ROW, *_checked_columns(schema, has_store, offsets, given), *passthrough
     )

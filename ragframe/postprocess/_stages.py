@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
 
 import polars as pl
 
@@ -38,7 +37,7 @@ from ragframe.postprocess import (
     _token_merge,
 )
 from ragframe.postprocess._config import PostprocessConfig
-from ragframe.schema import Frame, to_lazy
+from ragframe.schema import Frame, in_memory, to_lazy
 
 PREPARE_FIELDS = ("overlap", "missing_text")
 SELECT_FIELDS = ("top_k", "min_similarity")
@@ -78,11 +77,13 @@ class Prepared:
 def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) -> Prepared:
     """Check and canonicalize the candidates, and say where their text comes from."""
     offsets = config.overlap == "offsets"
+    candidates, chunks = in_memory(candidates), in_memory(chunks)  # Arrow: read once
     given = to_lazy(candidates, "candidates")
     typed = c.ENTITY_TYPE in given.collect_schema()  # else every type is null
     frame = candidates if isinstance(candidates, pl.DataFrame) else None  # in memory
     found = _texts.rows_now(frame, chunks)  # the store rows, where both are in memory
-    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets, frame, found)
+    rows = None if found is None else found[0]
+    lf, passthrough = _inputs.canonical(given, chunks is not None, offsets, frame, rows)
     schema = lf.collect_schema()
     missing = None
     texts: pl.LazyFrame | None = None
@@ -98,7 +99,7 @@ def prepare(candidates: Frame, chunks: Frame | None, config: PostprocessConfig) 
 
 def _with_store(
     lf: pl.LazyFrame,
-    found: pl.Series | None,
+    found: tuple[pl.Series, int] | None,
     chunks: Frame,
     schema: pl.Schema,
     config: PostprocessConfig,
@@ -106,17 +107,16 @@ def _with_store(
     """The chunk store (cached: the lookup, the walks and the merge read it), the
     candidates ``lf`` with their rows of it (``c.T_ROW``) as the missing-text policy
     leaves them, and those without text where that is an error. ``found``: their
-    rows, found when the plan was built (:func:`._texts.rows_now`: ``lf`` has them);
-    when every candidate has one, no policy has anything to do (no filter, no check in
-    the plan)."""
+    rows, found when the plan was built (:func:`._texts.rows_now`: ``lf`` has them),
+    and how many candidates have none: when none lacks one, no policy has anything to
+    do (no filter, no check in the plan)."""
     offsets = config.overlap == "offsets"
     texts = _texts.chunk_store(to_lazy(chunks, "chunks"), schema, offsets).cache()
     if found is None:
         lf = _texts.with_store_rows(lf, texts).cache()  # slim and missing read it
+    elif found[1] == 0:  # every candidate has its text
+        return texts, lf, None
     else:
-        lowest = found.min()
-        if lowest is None or cast(int, lowest) >= 0:  # every candidate has its text
-            return texts, lf, None
         lf = lf.cache()
     if config.missing_text == "drop":
         return texts, _missing.present(lf), None

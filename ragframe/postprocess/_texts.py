@@ -26,7 +26,7 @@ from ragframe._arrow import string_addresses
 from ragframe._kernels._buffers import row_views
 from ragframe._kernels._compile import I64, int64s
 from ragframe.postprocess import _inputs
-from ragframe.postprocess._kernels._store import store_rows
+from ragframe.postprocess._kernels._store import store_rows, store_rows_lacking
 from ragframe.schema import require_columns, require_kind
 
 
@@ -86,13 +86,14 @@ def with_store_rows(candidates: pl.LazyFrame, store: pl.LazyFrame) -> pl.LazyFra
     return pl.concat([given.drop(c.T_ROW), found], how="horizontal").select(order)
 
 
-def rows_now(candidates: pl.DataFrame | None, chunks: object) -> pl.Series | None:
+def rows_now(candidates: pl.DataFrame | None, chunks: object) -> tuple[pl.Series, int] | None:
     """:func:`with_store_rows`'s ``c.T_ROW``, found when the plan is built, where the
     candidates and the store (``chunks``) are both in memory (DataFrames) and their keys
     already have the types the plan reads (integer entities as Int64, or strings, the
     same on both sides; Int64 chunk indexes): the same lookup, nothing left to the plan
     and no cast that could fail. None otherwise (the lookup is then the plan's, after
-    the checks that say what is wrong with the inputs)."""
+    the checks that say what is wrong with the inputs). With the rows, how many
+    candidates have none."""
     if candidates is None or not isinstance(chunks, pl.DataFrame):
         return None
     keys = [_keys_of(frame) for frame in (candidates, chunks)]
@@ -105,7 +106,8 @@ def rows_now(candidates: pl.DataFrame | None, chunks: object) -> pl.Series | Non
         return None
     if index.null_count():
         index = index.fill_null(0)  # a null chunk index reads 0
-    return pl.Series(c.T_ROW, store_rows(mine, index, theirs, stored))
+    found, lacking = store_rows_lacking(mine, index, theirs, stored)
+    return pl.Series(c.T_ROW, found), lacking
 
 
 def _keys_of(frame: pl.DataFrame) -> tuple[pl.Series, pl.Series] | None:
@@ -142,11 +144,20 @@ def row_texts(parts: pl.DataFrame, in_source: bool, offsets: bool = False) -> Ro
     return source_texts(*split(parts), offsets)
 
 
-def source_texts(rows: pl.DataFrame, source: pl.DataFrame, offsets: bool = False) -> RowTexts:
+def source_texts(
+    rows: pl.DataFrame,
+    source: pl.DataFrame,
+    offsets: bool = False,
+    views: tuple[I64, I64, object] | None = None,
+) -> RowTexts:
     """:func:`row_texts` of rows and their text source given apart (each row's text in
-    the source's row ``c.T_ROW``; -1 for none: "")."""
+    the source's row ``c.T_ROW``; -1 for none: ""). ``views``: where the caller has
+    read them already (the selection's walk), the rows' texts' addresses and byte
+    lengths, and what owns their memory (no second pass over the source's views)."""
     row = rows[c.T_ROW].to_numpy()
-    address, length, arrays = row_views(source[c.TEXT], row)  # only these rows' views
+    address, length, arrays = (
+        views if views is not None else row_views(source[c.TEXT], row)  # these rows' only
+    )
     found = None
     if offsets:
         found = (_at(int64s(source[c.START_CHAR]), row), _at(int64s(source[c.END_CHAR]), row))

@@ -177,16 +177,17 @@ def _dense_runs(entity: I64, chunk: I64, runs: I64) -> bool:
 
 
 @compiled
-def _dense_probe(store: Keys, runs: I64, candidates: Keys, wanted: Bools, found: I64) -> bool:
+def _dense_probe(store: Keys, runs: I64, candidates: Keys, wanted: Bools, found: I64) -> int:
     """:func:`_probe` for a store laid out as chunkers write it (:func:`_dense_runs`
     fills ``runs``, :func:`_runs_room`'s zeros): a candidate's row is its entity's
-    first row plus its chunk index's distance from the first one. False (``found``
-    then meaningless) where the store is not laid out so."""
+    first row plus its chunk index's distance from the first one. How many candidates
+    have none; -1 (``found`` then meaningless) where the store is not laid out so."""
     if not _dense_runs(store[0], store[3], runs):
-        return False
+        return -1
     low = store[0][0]
     first, base, count = runs[0], runs[1], runs[2]
     entity, chunk = candidates[0], candidates[3]
+    lacking = 0
     for row in range(len(found)):
         at, out = entity[row] - low, -1
         if wanted[row] and 0 <= at < len(first):
@@ -194,7 +195,8 @@ def _dense_probe(store: Keys, runs: I64, candidates: Keys, wanted: Bools, found:
             if 0 <= k < count[at]:
                 out = first[at] + k
         found[row] = out
-    return True
+        lacking += out < 0
+    return lacking
 
 
 def store_rows(
@@ -206,11 +208,19 @@ def store_rows(
     write it (:func:`_dense_runs`) is read by entity directly, on the calling thread
     (about 1 ms for 500k rows: less than starting the threads); any other through a
     hash table of its keys, on every CPU."""
+    return store_rows_lacking(entity, chunk, store_entity, store_chunk)[0]
+
+
+def store_rows_lacking(
+    entity: pl.Series, chunk: pl.Series, store_entity: pl.Series, store_chunk: pl.Series
+) -> tuple[I64, int]:
+    """:func:`store_rows`, and how many rows have none (counted by the lookup)."""
     candidates, wanted, alive = _keys(entity, chunk)
     store, stored, kept = _keys(store_entity, store_chunk)
     room = _runs_room(store, stored)
     found = np.empty(len(wanted), dtype=np.int64)
-    if room is None or not _dense_probe(store, room, candidates, wanted, found):
+    lacking = -1 if room is None else int(_dense_probe(store, room, candidates, wanted, found))
+    if lacking < 0:
         built, _ = _table(store, stored, 1 << (2 * len(stored) + 1).bit_length())
         table = frozen(built, np.int64)
 
@@ -218,8 +228,9 @@ def store_rows(
             _probe(table, store, candidates, wanted, part, found)
 
         in_parts(run, np.arange(len(wanted), dtype=np.int64), len(wanted))
+        lacking = int(np.count_nonzero(found < 0))
     del alive, kept  # the buffers the addresses point into lived until here
-    return found
+    return found, lacking
 
 
 @sample("_dense_probe")
