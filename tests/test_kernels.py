@@ -107,11 +107,10 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
     rank = np.arange(7, dtype=np.int64)[::-1].copy()  # rows in reverse ranking order
     start = rank == 0
     sim = np.linspace(0.1, 0.7, 7)  # the first-ranked row (last) has the highest
-    address, length, alive = _arrow.string_addresses(texts)
+    rows = np.arange(7, dtype=np.int64)  # each row's text: its own row of texts
     selected, count, best, keep = _walk.walk(
-        address, length, rank, start, sim, entity, entity_type, keys, 10, thresholds(10, 0.5, 7)
+        texts, rows, rank, start, sim, entity, entity_type, keys, 10, thresholds(10, 0.5, 7)
     )
-    del alive  # the texts were read in place until here
     assert selected.tolist() == [False, True, True, True, True, True, True]
     assert count.tolist() == [6] * 7  # the query's count and best, on each of its rows
     assert best.tolist() == [0.7] * 7

@@ -216,42 +216,74 @@ def _chunk_of(chunk_start: I64, last: int, r: int) -> int:
     return lo
 
 
+ViewTable = tuple[I64, I64, I64, I64]
+"""Where a string-view column's rows are (:func:`view_table`): each chunk's first row
+(and one past the last), its first view's address, its first buffer in ``bases``, and
+``bases``, every data buffer's address."""
+
+
+@internal
+def _view_address(where: ViewTable, r: int) -> tuple[int, int]:
+    """Row ``r``'s view: its address and its chunk."""
+    chunk_start, chunk_views = where[0], where[1]
+    k = _chunk_of(chunk_start, len(chunk_views) - 1, r)
+    return chunk_views[k] + VIEW_BYTES * (r - chunk_start[k]), k
+
+
+@internal
+def view_at(where: ViewTable, r: int) -> tuple[int, int]:
+    """Where row ``r``'s string is (-1: no row, read as ""): its bytes' address and its
+    byte length, from its view (16 bytes: the length, then the bytes when at most 12,
+    else a prefix, the buffer index and the offset)."""
+    if r < 0:
+        return 0, 0
+    view, k = _view_address(where, r)
+    size = _u32_at(view)
+    if size <= INLINE:
+        return view + 4, size
+    return where[3][where[2][k] + _u32_at(view + 8)] + _u32_at(view + 12), size
+
+
+@internal
+def prefetch_view(where: ViewTable, r: int) -> None:
+    """Ask for row ``r``'s view ahead of :func:`view_at` (-1: nothing): the rows' views
+    are scattered reads, missed in every cache when the column is large or cold."""
+    if r >= 0:
+        prefetch(_view_address(where, r)[0])  # type: ignore[call-arg]
+
+
 @compiled
-def _row_views(
-    chunk_start: I64, chunk_views: I64, chunk_base: I64, bases: I64, row: I64, out: I64,
-    ahead: int,
-) -> None:  # fmt: skip
-    """Where the strings of rows ``row`` of a string-view column are (-1: none, read as
-    ""): their bytes' addresses into ``out[0]``, their byte lengths into ``out[1]``.
-    Chunk ``k`` holds the column's rows ``chunk_start[k]:chunk_start[k + 1]``, its
-    first view at ``chunk_views[k]`` (16 bytes each: the length, then the bytes when at
-    most 12, else a prefix, the buffer index and the offset), its buffer ``i`` at
-    ``bases[chunk_base[k] + i]``. The view of the row ``ahead`` rows on is prefetched
-    (0: none): the rows' views are scattered reads of the column's, missed in every
-    cache when the column is large or cold."""
-    last = len(chunk_views) - 1
+def _row_views(where: ViewTable, row: I64, out: I64, ahead: int) -> None:
+    """Where the strings of rows ``row`` of a string-view column are (:func:`view_at`):
+    their bytes' addresses into ``out[0]``, their byte lengths into ``out[1]``; the
+    view of the row ``ahead`` rows on prefetched (0: none)."""
     for i in range(len(row)):
-        if ahead > 0 and i + ahead < len(row) and row[i + ahead] >= 0:
-            later = row[i + ahead]
-            j = _chunk_of(chunk_start, last, later)
-            prefetch(chunk_views[j] + VIEW_BYTES * (later - chunk_start[j]))  # type: ignore[call-arg]
-        r = row[i]
-        if r < 0:
-            out[0, i], out[1, i] = 0, 0
-            continue
-        k = _chunk_of(chunk_start, last, r)
-        view = chunk_views[k] + VIEW_BYTES * (r - chunk_start[k])
-        size = _u32_at(view)
-        out[1, i] = size
-        if size <= INLINE:
-            out[0, i] = view + 4
-        else:
-            out[0, i] = bases[chunk_base[k] + _u32_at(view + 8)] + _u32_at(view + 12)
+        if ahead > 0 and i + ahead < len(row):
+            prefetch_view(where, row[i + ahead])
+        out[0, i], out[1, i] = view_at(where, row[i])
 
 
 VIEWS_AHEAD = 64
 """How many rows ahead :func:`row_views` prefetches a row's view (issue 27's walk rows, caches
 evicted first: inline 2.0 -> 1.3 ms, store 1.45 -> 1.2; 32 and 128 in between)."""
+
+
+def view_table(column: pl.Series) -> tuple[ViewTable, list[Any]]:
+    """A String ``column``'s :data:`ViewTable` (nulls read ""), and the arrays that own
+    the memory (keep them while its addresses are read)."""
+    arrays = view_arrays(column)
+    bases: list[int] = []
+    starts, views, firsts = [0], [], []
+    for array in arrays:
+        owned = array.buffers()  # validity, views, data buffers
+        firsts.append(len(bases))
+        bases += [b.address for b in owned[2:] if b is not None] or [0]
+        views.append(owned[1].address + VIEW_BYTES * array.offset if len(array) else 0)
+        starts.append(starts[-1] + len(array))
+    if not arrays:  # an empty column: every row is -1
+        starts, views, firsts, bases = [0, 0], [0], [0], [0]
+    where = tuple(frozen(a, np.int64) for a in (starts, views, firsts, bases))
+    return (where[0], where[1], where[2], where[3]), arrays
 
 
 def row_views(column: pl.Series, row: I64) -> tuple[I64, I64, list[Any]]:
@@ -267,27 +299,9 @@ def row_views(column: pl.Series, row: I64) -> tuple[I64, I64, list[Any]]:
         >>> length.tolist()
         [18, 0, 2]
     """
-    arrays = view_arrays(column)
-    bases: list[int] = []
-    starts, views, firsts = [0], [], []
-    for array in arrays:
-        owned = array.buffers()  # validity, views, data buffers
-        firsts.append(len(bases))
-        bases += [b.address for b in owned[2:] if b is not None] or [0]
-        views.append(owned[1].address + VIEW_BYTES * array.offset if len(array) else 0)
-        starts.append(starts[-1] + len(array))
-    if not arrays:  # an empty column: every row is -1
-        starts, views, firsts, bases = [0, 0], [0], [0], [0]
+    where, arrays = view_table(column)
     out = np.zeros((2, len(row)), dtype=np.int64)
-    _row_views(
-        frozen(starts, np.int64),
-        frozen(views, np.int64),
-        frozen(firsts, np.int64),
-        frozen(bases, np.int64),
-        frozen(row, np.int64),
-        out,
-        VIEWS_AHEAD,
-    )
+    _row_views(where, frozen(row, np.int64), out, VIEWS_AHEAD)
     return out[0], out[1], arrays
 
 

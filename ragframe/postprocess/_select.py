@@ -22,7 +22,6 @@ import numpy as np
 import polars as pl
 
 from ragframe import schema as c
-from ragframe._kernels._buffers import row_views
 from ragframe._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._walk import Walked, walk
 from ragframe.postprocess._rank import heads, ranking
@@ -125,13 +124,10 @@ def _walked(
     text the row ``c.T_ROW`` of ``text`` (-1: none), read in place. ``more`` marks the
     rows of queries with more candidates (not kept when the walk leaves them short:
     :func:`ragframe.postprocess._kernels._walk.walk`)."""
-    address, length, alive = row_views(text, rows[c.T_ROW].to_numpy())
     types = rows[c.ENTITY_TYPE] if rules.typed else None
-    sim, entity = rows[c.T_SIM].to_numpy(), rows[c.ENTITY_ID]
+    sim, entity, row = rows[c.T_SIM].to_numpy(), rows[c.ENTITY_ID], rows[c.T_ROW].to_numpy()
     limits = thresholds(rules.top_k, rules.min_similarity, min(rules.top_k, len(rank)))
-    found = walk(address, length, rank, start, sim, entity, types, None, rules.top_k, limits, more)
-    del alive  # the texts were read in place until here
-    return found
+    return walk(text, row, rank, start, sim, entity, types, None, rules.top_k, limits, more)
 
 
 def threshold_expr(selected: pl.Expr, top_k: int, min_similarity: float) -> pl.Expr:

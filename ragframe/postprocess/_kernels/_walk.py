@@ -14,8 +14,13 @@ from ragframe._arrow import string_addresses
 from ragframe._kernels._ahead import sample
 from ragframe._kernels._buffers import (
     PREFETCH_AHEAD,
+    VIEWS_AHEAD,
+    ViewTable,
     prefetch_text,
+    prefetch_view,
     text_at,
+    view_at,
+    view_table,
 )
 from ragframe._kernels._compile import (
     F64,
@@ -149,8 +154,8 @@ def _kept(sim: float, start: bool, best: float, t: float) -> bool:
 
 @compiled
 def _walk(
-    address: I64,
-    length: I64,
+    views: ViewTable,
+    text_row: I64,
     order: I64,
     start: Bools,
     sim: F64,
@@ -161,11 +166,12 @@ def _walk(
     top_k: int,
     thresholds: F64,
     slots: int,
-    longest: int,
     part: tuple[int, int],
-    out: tuple[Bools, I64, F64, Bools, I64, I64, I64],
+    out: tuple[Bools, I64, F64, Bools, I64, I64, I64, I64, I64],
 ) -> None:
-    """Rule 3's walk over the queries of ``order[part[0]:part[1]]``, rows visited in
+    """Rule 3's walk over the queries of ``order[part[0]:part[1]]``, each row's text the
+    row ``text_row`` of a string column (``views``: its
+    :data:`~ragframe._kernels._buffers.ViewTable`; -1: none), rows visited in
     ``order`` (ranking order per query; a query starts where ``start`` is set). Sets per row,
     in ``out``: whether it is selected, the number of chunks its query selected and the
     best similarity among them (on every row of the query), whether rule 4 keeps it
@@ -173,7 +179,8 @@ def _walk(
     ``more`` marks on its first row that selects fewer than ``top_k``: more candidates
     follow, walked again), and working state (the
     selected row before it of the same key, its trimmed bounds and its normalized
-    length, each once needed, -1 before). ``more`` empty: no query has more.
+    length, each once needed, -1 before; its text's address and byte length, found
+    from its view as the part begins). ``more`` empty: no query has more.
     Parts of disjoint queries may run at once: each writes only its own rows.
 
     A candidate is compared only with the selected chunks of its own (entity, type): a
@@ -182,10 +189,15 @@ def _walk(
     compared by normalized length first, then on the fly; a pathological pair (many
     near-matches) is settled by normalizing both and a linear-time search instead.
     """
-    selected, count, best, keep, previous, trims, norm_len = out
+    selected, count, best, keep, previous, trims, norm_len, address, length = out
     i, n = part
+    longest = 1
     for j in range(i, n):  # this part's rows, here: parts touch their memory at once
+        if j + VIEWS_AHEAD < n:
+            prefetch_view(views, text_row[order[j + VIEWS_AHEAD]])
         r = order[j]
+        address[r], length[r] = view_at(views, text_row[r])
+        longest = max(longest, length[r])
         selected[r] = False
         previous[r], trims[r, 0], trims[r, 1], norm_len[r] = -1, -1, -1, -1
     scratch = (  # for the longest text, in bytes
@@ -261,8 +273,8 @@ class Walked(NamedTuple):
 
 
 def walk(
-    address: I64,
-    length: I64,
+    text: pl.Series,
+    text_row: I64,
     rank: I64,
     start: Bools,
     sim: F64,
@@ -273,9 +285,9 @@ def walk(
     thresholds: F64,
     more: Bools | None = None,
 ) -> Walked:
-    """The distinct top-K walk (see :func:`_walk`) over columns in any row order, the
-    texts read in place (``address``, ``length``: :func:`ragframe._arrow.string_addresses`;
-    their buffers alive meanwhile): ``rank`` orders the rows (ranking order, each
+    """The distinct top-K walk (see :func:`_walk`) over columns in any row order, each
+    row's text the row ``text_row`` of the String column ``text`` (-1: none, read as ""),
+    read in place: ``rank`` orders the rows (ranking order, each
     query's rows together), ``start`` marks each query's first row, ``hashes`` hash
     (entity, type) (None: :func:`key_hashes`; empty: the integer entities mixed,
     :func:`_hash_of`); ``entity_type`` None: every type is null.
@@ -287,11 +299,12 @@ def walk(
     n = len(rank)
     order = rank_order(rank)
     keys, alive = _walk_keys(entity, entity_type)
+    views, texts = view_table(text)
     if hashes is None:
         hashes = key_hashes(entity, entity_type)
     inputs = (
-        frozen(address, np.int64),
-        frozen(length, np.int64),
+        views,
+        frozen(text_row, np.int64),
         frozen(order, np.int64),
         frozen(start, np.bool_),
         frozen(sim, np.float64),
@@ -305,13 +318,12 @@ def walk(
     slots = 1 << (2 * widest).bit_length()
     out = _outputs(n)
     limits = frozen(thresholds, np.float64)
-    longest = max(int(length.max()), 1) if n else 1  # once, not once per part
 
     def run(part: tuple[int, int]) -> None:
-        _walk(*inputs, int(top_k), limits, slots, longest, part, out)
+        _walk(*inputs, int(top_k), limits, slots, part, out)
 
     in_parts(run, starts, n)
-    del alive  # the buffers the addresses point into lived until here
+    del alive, texts  # the buffers the addresses point into lived until here
     return Walked(out[0], out[1], out[2], out[3])
 
 
@@ -341,10 +353,11 @@ def key_hashes(entity: pl.Series, entity_type: pl.Series | None) -> I64:
         return mixed
 
 
-def _outputs(n: int) -> tuple[Bools, I64, F64, Bools, I64, I64, I64]:
+def _outputs(n: int) -> tuple[Bools, I64, F64, Bools, I64, I64, I64, I64, I64]:
     """What :func:`_walk` sets, for ``n`` rows: selected, count, best, keep, then its
-    working state; not filled here: each part sets its own rows first (on its thread,
-    where a fill here touched all of them on the caller's)."""
+    working state and each text's address and length; not filled here: each part sets
+    its own rows first (on its thread, where a fill here touched all of them on the
+    caller's)."""
     return (
         np.empty(n, dtype=np.bool_),
         np.empty(n, dtype=np.int64),
@@ -352,6 +365,8 @@ def _outputs(n: int) -> tuple[Bools, I64, F64, Bools, I64, I64, I64]:
         np.empty(n, dtype=np.bool_),
         np.empty(n, dtype=np.int64),
         np.empty((n, 2), dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
         np.empty(n, dtype=np.int64),
     )
 
@@ -426,9 +441,7 @@ def _sample() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
     i64, yes = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.bool_)
     entity, entity_type = pl.Series([1]), pl.Series([None], dtype=pl.String)
-    address, length, alive = string_addresses(pl.Series(["a"]))
-    walk(address, length, i64, yes, np.zeros(1), entity, entity_type, None, 1, np.zeros(2))
-    del alive
+    walk(pl.Series(["a"]), i64, i64, yes, np.zeros(1), entity, entity_type, None, 1, np.zeros(2))
 
 
 def _walk_keys(entity: pl.Series, entity_type: pl.Series | None) -> tuple[WalkKeys, list[Any]]:
