@@ -160,21 +160,23 @@ def runs_of(values: I64, firsts: I64, lengths: I64) -> I64:
         >>> runs_of(np.array([5, 6, 7, 8]), np.array([2, 0]), np.array([1, 2])).tolist()
         [7, 5, 6]
     """
-    given = (frozen(x, np.int64) for x in (values, firsts, lengths))
-    return _runs_of(*given)
+    at, first, size = (frozen(x, np.int64) for x in (values, firsts, lengths))
+    out = np.empty(int(size.sum()), dtype=np.int64)  # summed here: see _runs_of
+    _runs_of(at, first, size, out)
+    return out
 
 
 @compiled
-def _runs_of(values: I64, firsts: I64, lengths: I64) -> I64:
-    """:func:`runs_of` on its inputs as one numba type."""
-    out = np.empty(int(lengths.sum()), dtype=np.int64)
+def _runs_of(values: I64, firsts: I64, lengths: I64, out: I64) -> None:
+    """:func:`runs_of` on its inputs as one numba type, into ``out`` (sized by the
+    caller: an array's ``sum()`` in compiled code makes every load of the kernel import
+    numba's array math, ``numba.np.arraymath``, ~0.2 s of a short run's start)."""
     at = 0
     for k in range(len(firsts)):
         first = firsts[k]
         for i in range(lengths[k]):
             out[at + i] = values[first + i]
         at += lengths[k]
-    return out
 
 
 @sample("_runs_of")
