@@ -17,7 +17,7 @@ import pytest
 
 import ragframe
 from ragframe import cli
-from ragframe._kernels import _ahead, _jit, _own, _preload
+from ragframe._kernels import _ahead, _compile, _jit, _own, _preload
 from ragframe.postprocess import _kernels  # noqa: F401 -- plans postprocess's run order
 
 PACKAGE = Path(ragframe.__file__).resolve().parent
@@ -264,10 +264,10 @@ def test_a_first_run_compiles_the_later_kernels_in_a_second_process(tmp_path: Pa
         "import sys\n"
         "from ragframe.cli import main\n"
         "from ragframe._kernels import _ahead\n"
-        "from ragframe.postprocess._kernels import _merge, _store\n"
+        "from ragframe.postprocess._kernels import _merge, _pieces, _store\n"
         f"assert main(['postprocess', *{argv!r}, '-o', sys.argv[1]]) == 0\n"
         "stats = _store._dense_probe.stats.cache_misses, _merge._merge.stats.cache_hits\n"
-        "assert _merge._write.jitted is None or not _merge._write.signatures\n"
+        "assert _pieces._write.jitted is None or not _pieces._write.signatures\n"
         "print(*(sum(counter.values()) for counter in stats))\n"
         "print(_ahead._AHEAD[0].process.wait(timeout=60))\n"
     )
@@ -488,8 +488,8 @@ def test_a_warm_postprocess_loads_no_numba_array_math(tmp_path: Path) -> None:
     """Loading the kernels from the cache needs only numba's runtime: a kernel whose
     compiled form calls numpy functions numba implements in ``numba.np.arraymath``
     (``np.searchsorted``, ``.max()``) pulls that module (and ``numba.np.linalg``) into
-    every load, 0.19 s of a short run's start. The first run compiles (and so sets
-    everything up); the second only loads."""
+    every load, 0.19 s of a short run's start. The first run compiles every kernel it
+    runs, even on few rows (and so sets everything up); the second only loads."""
     data = PACKAGE.parent / "data"
     run = _command(
         "postprocess", str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet"),
@@ -497,11 +497,11 @@ def test_a_warm_postprocess_loads_no_numba_array_math(tmp_path: Path) -> None:
     )  # fmt: skip
     check = "import sys; print(sorted(m for m in sys.modules if m.startswith('numba.np.')))\n"
     env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
-    for _ in range(2):
+    for rows in ("0", ""):  # compiled however few the rows, then as a run is
         done = subprocess.run(
             [sys.executable, "-c", run + check],
             cwd=tmp_path,
-            env=env,
+            env={**env, _compile.PYTHON_ROWS_ENV: rows},
             capture_output=True,
             text=True,
         )
@@ -538,9 +538,10 @@ def test_kernels_are_loaded_ahead_from_a_warm_cache_only(tmp_path: Path) -> None
         "postprocess", str(data / "results.parquet"), "--chunks", str(data / "chunks.parquet"),
         "-o", "blocks.parquet", "-q",
     )  # fmt: skip
-    for code in (warm_up, ahead):
+    compiling = {**env, _compile.PYTHON_ROWS_ENV: "0"}  # every kernel compiled, few rows
+    for code, using in ((warm_up, compiling), (ahead, env)):
         done = subprocess.run(
-            [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+            [sys.executable, "-c", code], cwd=tmp_path, env=using, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == str(list(_preload.always()))

@@ -62,9 +62,13 @@ Rule 10's cut (``_truncations``, only for a first block over the budget) and the
 writer of blocks the merge did not write (``_write``: a budget that drops most of the
 text, or a merge in tokens) are left to the calls that need them: the second process
 compiles the last kernels first."""
-ONLY_SOME_CALLS = frozenset({"_dense_probe", "_table", "_probe", "_grouped_by"})
+ONLY_SOME_CALLS = frozenset(
+    {"_dense_probe", "_table", "_probe", "_sorted_heads", "_grouped_by", "_places"}
+)
 """Kernels of :data:`RUN_ORDER` a call runs only for some inputs (a store laid out as
-chunkers write it or not; input not grouped by query): the second process leaves them
+chunkers write it or not; each query's head in one pass for integer query ids in order
+with scores presorted, else the ranking's places; input not grouped by query): the
+second process leaves them
 to the call that needs them (measured: compiling all three lookups and the counting
 sort for a call that needs one took 24-26 s of CPU in all, against 13-14 s in one
 process, and made the first run slower)."""
