@@ -108,9 +108,11 @@ def test_walk_tells_keys_apart_whatever_their_hashes(ids: type[pl.DataType], has
     start = rank == 0
     sim = np.linspace(0.1, 0.7, 7)  # the first-ranked row (last) has the highest
     rows = np.arange(7, dtype=np.int64)  # each row's text: its own row of texts
-    selected, count, best, keep = _walk.walk(
+    walked = _walk.walk(
         texts, rows, rank, start, sim, entity, entity_type, keys, 10, thresholds(10, 0.5, 7)
     )
+    selected, count, best, keep = walked.selected, walked.picked, walked.best, walked.keep
+    assert walked.length.tolist() == [len("same words")] * 7  # each row's text, from its view
     assert selected.tolist() == [False, True, True, True, True, True, True]
     assert count.tolist() == [6] * 7  # the query's count and best, on each of its rows
     assert best.tolist() == [0.7] * 7

@@ -189,7 +189,19 @@ def _walked_again(
     return Kept(reach[c.T_AT].to_numpy()[keep], rank[keep], start[keep])
 
 
+Views = tuple[I64, I64, object]
+"""Rows' texts as the walk found them: addresses, byte lengths, and what owns the
+memory they point into (:class:`ragframe.postprocess._texts.RowTexts`' three)."""
+
+
 def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
+    """Rules 1-4 over ``rows``: the rows each query keeps (see :func:`selected_views`)."""
+    return selected_views(rows, text, rules)[0]
+
+
+def selected_views(
+    rows: pl.DataFrame, text: pl.Series, rules: Rules
+) -> tuple[pl.DataFrame, Views | None]:
     """Rules 1-4 over ``rows`` (the canonical candidates of whole queries, in input
     order, each with ``c.RANKING_SCORE`` (:func:`_score`), ``c.T_SIM`` and
     ``c.T_ROW``, its text's row of ``text``): the rows each query keeps, in input
@@ -204,6 +216,9 @@ def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
     and that have more candidates, when there are any (:func:`_walked_again`). The
     walks gather only the columns they need at the rows they walk; the kept rows are
     gathered from ``rows`` once (:func:`_kept`).
+
+    With the rows, where one walk found them all (no second), their texts' views as
+    the walk read them (:data:`Views`), for the merge to read no view again; else None.
     """
     width = first_pass_width(rules.top_k)
     head, rank, start, more = heads(rows[c.QUERY_ID], rows[c.RANKING_SCORE], width)
@@ -216,13 +231,14 @@ def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
     # the queries the first pass leaves short of top_k that have more candidates
     short = np.flatnonzero(start & more & (walked.picked < rules.top_k))
     if not len(short):  # decided from the counts: most runs never walk again
-        return _kept(rows, kept, rules, first.filter(pl.Series(keep)))
+        views = (walked.address[keep], walked.length[keep], walked.alive)
+        return _kept(rows, kept, rules, first.filter(pl.Series(keep))), views
     ids = rows[c.QUERY_ID].gather(head[short])
     bases = pl.DataFrame([ids, pl.Series(c.T_BASE, rank[short])])
     again = _walked_again(rows, bases, text, rules, width)
     both = [np.concatenate(pair) for pair in zip(kept, again, strict=True)]
     order = np.argsort(both[0], kind="stable")
-    return _kept(rows, Kept(*(values[order] for values in both)), rules)
+    return _kept(rows, Kept(*(values[order] for values in both)), rules), None
 
 
 def _kept(

@@ -167,12 +167,11 @@ def _blocks_kernel(
 
     def kernel(batch: pl.DataFrame) -> pl.DataFrame:
         candidates, source = _select.rows_and_text(batch, stacked)
-        chosen = _select.selected(candidates, source[c.TEXT], rules)
-        found = (
-            _texts.source_texts(chosen, source, the.by_offsets)
-            if stacked is not None
-            else _texts.row_texts(chosen, False, the.by_offsets)
-        )
+        chosen, views = _select.selected_views(candidates, source[c.TEXT], rules)
+        if views is None and stacked is None:  # inline text: the chosen rows carry it
+            found = _texts.row_texts(chosen, False, the.by_offsets)
+        else:  # each row's text where the walk found it (or from the source's row)
+            found = _texts.source_texts(chosen, source, the.by_offsets, views)
         return _merge._blocks_of(found, gap, cap, the.first, p.typed, limits).select(names)
 
     fields = {**the.fields, c.CHAR_COUNT: pl.Int64, c.TRUNCATED: pl.Boolean}

@@ -270,6 +270,12 @@ class Walked(NamedTuple):
     """The best similarity among them (-inf: none)."""
     keep: Bools
     """Rule 4 keeps it (and its query is not left short: see :func:`_walk`)."""
+    address: I64
+    """Its text's UTF-8 bytes' address (read in place, found from its view) ..."""
+    length: I64
+    """... and byte length (0: no text)."""
+    alive: object
+    """Owns the memory the addresses point into: keep it while they are read."""
 
 
 def walk(
@@ -323,8 +329,8 @@ def walk(
         _walk(*inputs, int(top_k), limits, slots, part, out)
 
     in_parts(run, starts, n)
-    del alive, texts  # the buffers the addresses point into lived until here
-    return Walked(out[0], out[1], out[2], out[3])
+    del alive  # the keys' buffers lived until here; the texts' go with the result
+    return Walked(out[0], out[1], out[2], out[3], out[7], out[8], texts)
 
 
 def _nulls(column: pl.Series) -> Bools:
