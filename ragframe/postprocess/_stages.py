@@ -16,16 +16,21 @@ step            SPEC 1                                           parameters read
 ``postprocess`` itself runs :func:`select` and :func:`merge` as one step,
 :func:`blocks`: one map over whole columns, in which the rows the selection keeps go
 straight to the merge's kernel (no frame between them, the texts read in place once).
+A large batch whose queries come in order runs as two halves of whole queries, each on
+a thread of its own with its kernels on that thread (:func:`_halves`): the glue between
+the kernels, numpy and Polars calls that release the GIL, then runs on both CPUs too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import polars as pl
 
 from ragframe import schema as c
+from ragframe._kernels._parts import PARALLEL_ROWS, one_thread
 from ragframe.postprocess import (
     _budget,
     _inputs,
@@ -165,8 +170,7 @@ def _blocks_kernel(
     stacked = side if p.texts is not None else None
     names = [*c.BLOCK_COLUMNS, *p.passthrough]
 
-    def kernel(batch: pl.DataFrame) -> pl.DataFrame:
-        candidates, source = _select.rows_and_text(batch, stacked)
+    def part(candidates: pl.DataFrame, source: pl.DataFrame) -> pl.DataFrame:
         chosen, views = _select.selected_views(candidates, source[c.TEXT], rules)
         if views is None and stacked is None:  # inline text: the chosen rows carry it
             found = _texts.row_texts(chosen, False, the.by_offsets)
@@ -174,8 +178,38 @@ def _blocks_kernel(
             found = _texts.source_texts(chosen, source, the.by_offsets, views)
         return _merge._blocks_of(found, gap, cap, the.first, p.typed, limits).select(names)
 
+    def kernel(batch: pl.DataFrame) -> pl.DataFrame:
+        candidates, source = _select.rows_and_text(batch, stacked)
+        cut = _halves(candidates)
+        if cut is None:
+            return part(candidates, source)
+        halves = (candidates.slice(0, cut), candidates.slice(cut))
+
+        def alone(half: pl.DataFrame) -> pl.DataFrame:
+            with one_thread():
+                return part(half, source)
+
+        with ThreadPoolExecutor(2) as pool:
+            return pl.concat(list(pool.map(alone, halves)))
+
     fields = {**the.fields, c.CHAR_COUNT: pl.Int64, c.TRUNCATED: pl.Boolean}
     return kernel, {name: fields[name] for name in names}
+
+
+def _halves(candidates: pl.DataFrame) -> int | None:
+    """Where to cut ``candidates`` in two halves of whole queries, queries ascending
+    (each half's blocks then come before the next's), or None: fewer than four times
+    :data:`~ragframe._kernels._parts.PARALLEL_ROWS` rows, or queries not in order.
+    Each half runs the selection and the merge alone on a thread, its kernels on that
+    thread (:func:`~ragframe._kernels._parts.one_thread`): on issue 27's workload, 2
+    cores, the engine 66-76 -> 62-65 ms on the chunk store and 69-77 -> 63-65 inline
+    (alternated processes), where the kernels on all CPUs left the steps between them
+    on one."""
+    query = candidates[c.QUERY_ID]
+    if candidates.height < 4 * PARALLEL_ROWS or not query.is_sorted():
+        return None
+    cut = int(query.search_sorted(query[candidates.height // 2], side="right"))
+    return cut if 0 < cut < candidates.height else None
 
 
 def merge(
