@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ragframe import schema as c
 from ragframe.postprocess import _rank, _select
-from ragframe.postprocess._kernels import _walk
+from ragframe.postprocess._kernels import _heads
 from tests.test_python_kernels import rows_in_python
 
 
@@ -79,10 +79,10 @@ def test_sorted_heads_plain_form_equals_the_compiled_one(
         score = -np.sort(-score)
     cut = data.draw(st.integers(0, len(query)))  # in two pieces, as a column's chunks
     pieces = [query[:cut], query[cut:]], [score[:cut], score[cut:]]
-    whole = _walk.sorted_heads([query], [score], width)
-    compiled = _walk.sorted_heads(*pieces, width)
+    whole = _heads.sorted_heads([query], [score], width)
+    compiled = _heads.sorted_heads(*pieces, width)
     with rows_in_python(10**6):
-        plain = _walk.sorted_heads(*pieces, width)
+        plain = _heads.sorted_heads(*pieces, width)
     assert (whole is None) == (compiled is None)
     if whole is not None and compiled is not None:
         assert [a.tolist() for a in whole] == [a.tolist() for a in compiled]

@@ -19,13 +19,13 @@ import numpy as np
 import polars as pl
 
 from ragframe._kernels._compile import F64, I64, Bools
+from ragframe.postprocess._kernels._heads import sorted_heads
 from ragframe.postprocess._kernels._order import (
     descending_key,
     grouped_by,
     ordered_in_segments,
     places,
 )
-from ragframe.postprocess._kernels._walk import sorted_heads
 
 SELECT_HEAD = 64
 """The longest head a one-pass selection finds (each row compared with the head's
@@ -203,7 +203,7 @@ def heads(query: pl.Series, score: F64 | pl.Series, width: int) -> Head:
     """:func:`ranking` with ``head=width`` for the head's rows alone. For input grouped
     by query and :func:`presorted` (as retrieval output nearly always is) the head is
     each run's first rows: with integer ids ascending found in one compiled pass
-    (:func:`~ragframe.postprocess._kernels._walk.sorted_heads`), else placed by a few
+    (:func:`~ragframe.postprocess._kernels._heads.sorted_heads`), else placed by a few
     whole-array passes over those rows (on issue 27's workload 120k of 520k rows;
     nothing written for the others); other input is ranked (:func:`ranking`) and its
     head picked out."""

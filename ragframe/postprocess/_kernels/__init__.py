@@ -15,7 +15,8 @@ file          family
 ============  ==========================================================================
 _text         UTF-8: code points, Java whitespace, rule 7's normalization on the fly
 _contains     rule 3's word-bounded containment
-_walk         rule 3's distinct top-K walk
+_walk         rule 3's distinct top-K walk (its entity keys: _keys)
+_heads        each query's head in one pass (ids in order, scores presorted)
 _overlap      rule 7's ``remove_overlap`` (overlap length, the seed's position walk)
 _merge        rules 6-8: the block merge and block statistics (its cap in characters or
               in tokens); rule 10's cut; the kept blocks' texts written
@@ -45,7 +46,7 @@ RUN_ORDER = {
     "_dense_probe": f"{__name__}._store",
     "_table": f"{__name__}._store",
     "_probe": f"{__name__}._store",
-    "_sorted_heads": f"{__name__}._walk",
+    "_sorted_heads": f"{__name__}._heads",
     "_grouped_by": f"{__name__}._order",
     "_places": f"{__name__}._order",
     "_row_views": "ragframe._kernels._buffers",

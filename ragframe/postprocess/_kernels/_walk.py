@@ -4,13 +4,11 @@ skip a candidate that an already-selected chunk of the same entity repeats, stop
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 
-from ragframe._arrow import string_addresses
 from ragframe._kernels._ahead import sample
 from ragframe._kernels._buffers import (
     PREFETCH_AHEAD,
@@ -30,7 +28,6 @@ from ragframe._kernels._compile import (
     Bools,
     compiled,
     frozen,
-    int64s,
     internal,
 )
 from ragframe._kernels._parts import in_parts
@@ -40,6 +37,7 @@ from ragframe.postprocess._kernels._contains import (
     contains_words,
     head_of,
 )
+from ragframe.postprocess._kernels._keys import WalkKeys, key_hashes, nulls, walk_keys
 from ragframe.postprocess._kernels._order import rank_order
 from ragframe.postprocess._kernels._text import (
     failure,
@@ -47,8 +45,6 @@ from ragframe.postprocess._kernels._text import (
     normalized_length,
     trimmed,
 )
-
-WalkKeys = tuple[I64, I64, I64, bool, Bools, I64, I64]
 
 
 @internal
@@ -295,7 +291,7 @@ def walk(
     row's text the row ``text_row`` of the String column ``text`` (-1: none, read as ""),
     read in place: ``rank`` orders the rows (ranking order, each
     query's rows together), ``start`` marks each query's first row, ``hashes`` hash
-    (entity, type) (None: :func:`key_hashes`; empty: the integer entities mixed,
+    (entity, type) (None: :func:`~._keys.key_hashes`; empty: the integer entities mixed,
     :func:`_hash_of`); ``entity_type`` None: every type is null.
     Rule 4 with ``thresholds``, the threshold of a query selecting ``k`` chunks at
     ``k`` (for every count a query here can reach); ``more`` marks the rows of queries
@@ -304,7 +300,7 @@ def walk(
     arrays."""
     n = len(rank)
     order = rank_order(rank)
-    keys, alive = _walk_keys(entity, entity_type)
+    keys, alive = walk_keys(entity, entity_type)
     views, texts = view_table(text)
     if hashes is None:
         hashes = key_hashes(entity, entity_type)
@@ -314,7 +310,7 @@ def walk(
         frozen(order, np.int64),
         frozen(start, np.bool_),
         frozen(sim, np.float64),
-        frozen(_nulls(entity), np.bool_),
+        frozen(nulls(entity), np.bool_),
         frozen(hashes, np.int64),
         keys,
         frozen(np.zeros(0, dtype=np.bool_) if more is None else more, np.bool_),
@@ -331,32 +327,6 @@ def walk(
     in_parts(run, starts, n)
     del alive  # the keys' buffers lived until here; the texts' go with the result
     return Walked(out[0], out[1], out[2], out[3], out[7], out[8], texts)
-
-
-def _nulls(column: pl.Series) -> Bools:
-    """Whether each value of ``column`` is null (no pass over a column without any)."""
-    if column.null_count():
-        return column.is_null().to_numpy()
-    return np.zeros(len(column), dtype=np.bool_)
-
-
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-"""An odd 64-bit multiplier (2**64 over the golden ratio) for :func:`key_hashes`."""
-
-
-def key_hashes(entity: pl.Series, entity_type: pl.Series | None) -> I64:
-    """A hash of each row's (entity, type) for the walk's table (any hash serves: the
-    walk verifies keys, :func:`_same_key`): Polars' hashes, the type's mixed in; none
-    for integer entities without types (the walk mixes the value itself,
-    :func:`_hash_of`: Polars' struct hash took ~1.3 ms for 120k rows)."""
-    if entity_type is None and entity.dtype.is_integer():
-        return np.zeros(0, dtype=np.int64)
-    with np.errstate(over="ignore"):
-        h = entity.hash().to_numpy()
-        if entity_type is not None:
-            h = h ^ (entity_type.hash().to_numpy() * _MIX)
-        mixed: I64 = (h ^ (h >> np.uint64(29))).view(np.int64)
-        return mixed
 
 
 def _outputs(n: int) -> tuple[Bools, I64, F64, Bools, I64, I64, I64, I64, I64]:
@@ -377,100 +347,9 @@ def _outputs(n: int) -> tuple[Bools, I64, F64, Bools, I64, I64, I64, I64, I64]:
     )
 
 
-@compiled
-def _sorted_heads(
-    query: I64, score: F64, offset: int, width: int, state: I64, last: F64,
-    out: tuple[I64, Bools, Bools],
-) -> bool:  # fmt: skip
-    """Each query's first ``width`` rows (into ``out``: the rows, whether each is its
-    query's first, whether its query has more than ``width`` rows), in one pass, for
-    rows grouped by query, ids ascending and each query's scores never increasing
-    (ties in input order: the ranking's order is the rows' own). Over one piece of the
-    rows, the rows ``offset`` on, continuing the pieces before it: ``state`` holds the
-    current query's first row, its first row in ``out``, how many rows ``out`` holds
-    and the previous id, ``last[0]`` the previous score. Returns whether the rows are
-    so (else ``out`` means nothing)."""
-    at, first, more = out
-    run_first, run_written, written, previous = state[0], state[1], state[2], state[3]
-    before = last[0]
-    for i in range(len(query)):
-        row = offset + i
-        q = query[i]
-        if row == 0 or q != previous:
-            if row > 0 and q < previous:
-                return False
-            run_first, run_written = row, written
-        elif score[i] > before:
-            return False
-        position = row - run_first
-        if position < width:
-            at[written] = row
-            first[written] = position == 0
-            more[written] = False
-            written += 1
-        elif position == width:  # the query has more than width rows
-            for j in range(run_written, written):
-                more[j] = True
-        previous, before = q, score[i]
-    state[0], state[1], state[2], state[3] = run_first, run_written, written, previous
-    last[0] = before
-    return True
-
-
-def sorted_heads(
-    query: Sequence[I64], score: Sequence[F64], width: int
-) -> tuple[I64, Bools, Bools] | None:
-    """:func:`_sorted_heads` over the rows given in pieces (``query[k]`` and
-    ``score[k]`` of equal lengths: a column's chunks, read in place) (None: the rows
-    are not so). A row's place in the whole ranking is then the row itself."""
-    n = sum(len(piece) for piece in query)
-    out = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_))
-    state, last = np.zeros(4, dtype=np.int64), np.zeros(1, dtype=np.float64)
-    offset = 0
-    for ids, scores in zip(query, score, strict=True):  # a few chunks
-        ids, scores = frozen(ids, np.int64), frozen(scores, np.float64)
-        if not _sorted_heads(ids, scores, offset, int(width), state, last, out):
-            return None
-        offset += len(ids)
-    written = int(state[2])
-    return out[0][:written], out[1][:written], out[2][:written]
-
-
-@sample("_sorted_heads")
-def _sample_heads() -> None:
-    """Compile the kernel ahead (:mod:`._ahead`)."""
-    sorted_heads([np.zeros(1, dtype=np.int64)], [np.zeros(1)], 1)
-
-
 @sample("_walk")
 def _sample() -> None:
     """Compile the kernel ahead (:mod:`._ahead`)."""
     i64, yes = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.bool_)
     entity, entity_type = pl.Series([1]), pl.Series([None], dtype=pl.String)
     walk(pl.Series(["a"]), i64, i64, yes, np.zeros(1), entity, entity_type, None, 1, np.zeros(2))
-
-
-def _walk_keys(entity: pl.Series, entity_type: pl.Series | None) -> tuple[WalkKeys, list[Any]]:
-    """What :func:`_same_key` compares: the entity (numbers or string bytes) and the
-    type (validity and bytes; nothing when every type is null or there is none)."""
-    none = np.zeros(0, dtype=np.int64)
-    alive: list[Any] = []
-    if entity.dtype == pl.String:
-        number = none
-        e_address, e_length, kept = string_addresses(entity)
-        alive.append(kept)
-    else:
-        number = int64s(entity)
-        e_address, e_length = none, none
-    typed = entity_type is not None and entity_type.null_count() < len(entity_type)
-    if entity_type is not None and typed:
-        t_valid = entity_type.is_not_null().to_numpy()
-        t_address, t_length, kept = string_addresses(entity_type)
-        alive.append(kept)
-    else:
-        t_valid, t_address, t_length = np.zeros(0, dtype=np.bool_), none, none
-    number, e_address, e_length, t_address, t_length = (
-        frozen(a, np.int64) for a in (number, e_address, e_length, t_address, t_length)
-    )
-    t_valid = frozen(t_valid, np.bool_)
-    return (number, e_address, e_length, bool(typed), t_valid, t_address, t_length), alive
