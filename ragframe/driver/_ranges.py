@@ -164,6 +164,9 @@ def spilled(given: Input, ranges: Ranges, beside: Path) -> Iterator[Reader]:
                 "nothing was written"
             ) from exc
         yield lambda k: _read_spilled(folder, k)
+    except BaseException:  # the sink's other writers may still be adding files
+        _atomic.remove_settled(folder)
+        raise
     finally:
         _atomic.remove(folder)
         _atomic.remove_created(created)

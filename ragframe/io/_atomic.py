@@ -20,6 +20,7 @@ import os
 import re
 import secrets
 import shutil
+import time
 from pathlib import Path
 
 from ragframe.errors import RagframeError
@@ -72,6 +73,19 @@ def remove(path: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)
+
+
+def remove_settled(path: Path, quiet: float = 0.05, limit: float = 2.0) -> None:
+    """:func:`remove` a temporary that a writer may still be adding to (a Polars sink that
+    raised on one file while its other writers finish theirs): removed again until it
+    stays gone for ``quiet`` seconds, ``limit`` seconds at most."""
+    deadline = time.monotonic() + limit
+    remove(path)
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        if not os.path.lexists(path):
+            return
+        remove(path)
 
 
 def remove_stale(target: Path) -> None:
