@@ -139,14 +139,6 @@ def _block_groups(group_start: Bools, firsts: I64) -> I64:
     return np.maximum.accumulate(np.where(group_start[firsts], firsts, 0))
 
 
-def _runs(firsts: I64, lengths: I64) -> I64:
-    """The rows of runs ``firsts[i]:firsts[i] + lengths[i]``, one run after another."""
-    ends = np.cumsum(lengths)
-    return np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(
-        ends - lengths - firsts, lengths
-    )
-
-
 class _Blocks(NamedTuple):
     """The blocks of a batch in rule 9's order (the budget's, when one is given)."""
 

@@ -40,12 +40,11 @@ from ragframe.postprocess import _merge as _char_merge
 from ragframe.postprocess import _token_budget
 from ragframe.postprocess._budget import within_budget
 from ragframe.postprocess._kernels._merge import NotCounted, merge
-from ragframe.postprocess._kernels._pieces import Texts, write_blocks
+from ragframe.postprocess._kernels._pieces import Texts, runs_of, write_blocks
 from ragframe.postprocess._merge import (
     MergeOrder,
     _block_groups,
     _rule9_order,
-    _runs,
     kernel_inputs,
     merge_order,
 )
@@ -184,7 +183,6 @@ def _frame(
     heads, group_heads = pl.Series(order[firsts[ranked]]), pl.Series(order[group[ranked]])
     count = lengths[ranked]
     tokens = blocks.tokens[lasts[ranked]]
-    members = _runs(firsts[ranked], count)
     return pl.DataFrame(
         {
             **{name: parts[name].gather(group_heads) for name in (c.ENTITY_TYPE, c.ENTITY_ID)},
@@ -197,7 +195,7 @@ def _frame(
             c.SOURCE_CHUNK_COUNT: count,
             c.RERANK_SCORE: pl.Series(top_rerank[ranked], dtype=pl.Float64).fill_nan(None),
             c.RANKING_SCORE: score[ranked],
-            c.CHUNK_INDEXES: int64_lists(count, rows.chunk_index[members]),
+            c.CHUNK_INDEXES: int64_lists(count, runs_of(rows.chunk_index, firsts[ranked], count)),
             c.BLOCK_RANK: block_rank,
             c.T_TOTAL: running,
             c.T_TOKENS: pl.Series(tokens, dtype=pl.Int64).replace(-1, None),
