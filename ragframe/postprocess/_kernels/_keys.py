@@ -24,8 +24,11 @@ def nulls(column: pl.Series) -> Bools:
     return np.zeros(len(column), dtype=np.bool_)
 
 
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-"""An odd 64-bit multiplier (2**64 over the golden ratio) for :func:`key_hashes`."""
+MIXER = -7046029254386353131
+"""An odd 64-bit multiplier, 2**64 over the golden ratio (``0x9E3779B97F4A7C15`` as an
+int64), that mixes entity keys into hashes: the walk's own for integer entities
+(:func:`~._walk._hash_of`) and :func:`key_hashes`' types."""
+_MIX = np.int64(MIXER).view(np.uint64)
 
 
 def key_hashes(entity: pl.Series, entity_type: pl.Series | None) -> I64:

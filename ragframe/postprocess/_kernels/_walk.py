@@ -37,7 +37,7 @@ from ragframe.postprocess._kernels._contains import (
     contains_words,
     head_of,
 )
-from ragframe.postprocess._kernels._keys import WalkKeys, key_hashes, nulls, walk_keys
+from ragframe.postprocess._kernels._keys import MIXER, WalkKeys, key_hashes, nulls, walk_keys
 from ragframe.postprocess._kernels._order import rank_order
 from ragframe.postprocess._kernels._text import (
     failure,
@@ -76,11 +76,6 @@ def _same_key(keys: WalkKeys, a: int, b: int) -> bool:
     return True
 
 
-_MIXER = -7046029254386353131
-"""An odd 64-bit multiplier, 2**64 over the golden ratio (as an int64), to hash integer
-entities with."""
-
-
 @internal
 def _hash_of(hashes: I64, keys: WalkKeys, r: int) -> int:
     """Row ``r``'s hash of its key: ``hashes[r]``, or with no ``hashes`` (integer
@@ -88,7 +83,7 @@ def _hash_of(hashes: I64, keys: WalkKeys, r: int) -> int:
     folded into the low ones the table reads)."""
     if len(hashes):
         return int(hashes[r])
-    h = keys[0][r] * _MIXER
+    h = keys[0][r] * MIXER
     return int(h ^ (h >> 29))
 
 
