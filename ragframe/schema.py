@@ -233,10 +233,9 @@ def to_lazy(data: Any, what: str) -> pl.LazyFrame:
     """Accept a Polars DataFrame/LazyFrame or a pyarrow Table; return a LazyFrame."""
     if isinstance(data, pl.LazyFrame):
         return data
+    data = in_memory(data)  # a pyarrow Table or RecordBatch: a DataFrame
     if isinstance(data, pl.DataFrame):
         return data.lazy()
-    if isinstance(data, (pa.Table, pa.RecordBatch)):
-        return pl.from_arrow(data).lazy()  # type: ignore[union-attr]
     raise SchemaError(
         f"{what} must be a polars DataFrame/LazyFrame or a pyarrow Table, got {type(data).__name__}"
     )

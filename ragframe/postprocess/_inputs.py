@@ -198,8 +198,8 @@ def _checked_columns(
     query = pl.String if schema[c.QUERY_ID] == pl.String else pl.Int64
     entity = pl.String if schema[c.ENTITY_ID] == pl.String else pl.Int64
     shown = given.names.get(c.ENTITY_ID)
-    chunk = validated(c.CHUNK_INDEX, pl.Int64, "candidates", column(c.CHUNK_INDEX), key=key)
     index = column(c.CHUNK_INDEX)
+    chunk = validated(c.CHUNK_INDEX, pl.Int64, "candidates", index, key=key)
     scores = [n for n in (c.SIMILARITY, c.RERANK_SCORE) if n in schema]
     return [
         validated(c.QUERY_ID, query, "candidates", column(c.QUERY_ID)),

@@ -25,7 +25,7 @@ from ragframe import schema as c
 from ragframe._kernels._compile import F64, I64, Bools
 from ragframe.postprocess._kernels._walk import Walked, walk
 from ragframe.postprocess._rank import heads, ranking
-from ragframe.postprocess._texts import stacked
+from ragframe.postprocess._texts import Views, stacked
 
 FIRST_PASS = 1.5
 """The first walk takes each query's first ``FIRST_PASS * top_k`` candidates: room for
@@ -189,11 +189,6 @@ def _walked_again(
     return Kept(reach[c.T_AT].to_numpy()[keep], rank[keep], start[keep])
 
 
-Views = tuple[I64, I64, object]
-"""Rows' texts as the walk found them: addresses, byte lengths, and what owns the
-memory they point into (:class:`ragframe.postprocess._texts.RowTexts`' three)."""
-
-
 def selected(rows: pl.DataFrame, text: pl.Series, rules: Rules) -> pl.DataFrame:
     """Rules 1-4 over ``rows``: the rows each query keeps (see :func:`selected_views`)."""
     return selected_views(rows, text, rules)[0]
@@ -218,7 +213,8 @@ def selected_views(
     gathered from ``rows`` once (:func:`_kept`).
 
     With the rows, where one walk found them all (no second), their texts' views as
-    the walk read them (:data:`Views`), for the merge to read no view again; else None.
+    the walk read them (:data:`~ragframe.postprocess._texts.Views`), for the merge to
+    read no view again; else None.
     """
     width = first_pass_width(rules.top_k)
     head, rank, start, more = heads(rows[c.QUERY_ID], rows[c.RANKING_SCORE], width)

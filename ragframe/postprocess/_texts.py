@@ -119,6 +119,11 @@ def _keys_of(frame: pl.DataFrame) -> tuple[pl.Series, pl.Series] | None:
     return frame[entity], frame[c.CHUNK_INDEX]
 
 
+Views = tuple[I64, I64, object]
+"""Rows' texts as a kernel found them: addresses, byte lengths, and what owns the memory
+they point into (:class:`RowTexts`' three)."""
+
+
 class RowTexts(NamedTuple):
     """The rows of a kernel's batch and where their texts are (see :func:`row_texts`)."""
 
@@ -148,7 +153,7 @@ def source_texts(
     rows: pl.DataFrame,
     source: pl.DataFrame,
     offsets: bool = False,
-    views: tuple[I64, I64, object] | None = None,
+    views: Views | None = None,
 ) -> RowTexts:
     """:func:`row_texts` of rows and their text source given apart (each row's text in
     the source's row ``c.T_ROW``; -1 for none: ""). ``views``: where the caller has
